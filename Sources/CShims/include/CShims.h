@@ -1,0 +1,29 @@
+#ifndef PREFETCH_CSHIMS_H
+#define PREFETCH_CSHIMS_H
+
+#include <curl/curl.h>
+
+/*
+ * Swift cannot call C variadic functions, and curl_easy_setopt /
+ * curl_multi_setopt are variadic. One typed wrapper per argument type, as
+ * swift-nio's CNIOLinux and FoundationNetworking's CFURLSessionInterface do.
+ */
+
+CURLcode CShims_easy_setopt_long(CURL *handle, CURLoption option, long value);
+CURLcode CShims_easy_setopt_off(CURL *handle, CURLoption option, curl_off_t value);
+CURLcode CShims_easy_setopt_string(CURL *handle, CURLoption option, const char *value);
+CURLcode CShims_easy_setopt_pointer(CURL *handle, CURLoption option, void *value);
+CURLcode CShims_easy_setopt_slist(CURL *handle, CURLoption option, struct curl_slist *value);
+CURLcode CShims_easy_setopt_write_callback(CURL *handle, CURLoption option,
+    size_t (*callback)(char *, size_t, size_t, void *));
+CURLcode CShims_easy_setopt_xferinfo_callback(CURL *handle,
+    int (*callback)(void *, curl_off_t, curl_off_t, curl_off_t, curl_off_t));
+
+CURLcode CShims_easy_getinfo_long(CURL *handle, CURLINFO info, long *value);
+CURLcode CShims_easy_getinfo_off(CURL *handle, CURLINFO info, curl_off_t *value);
+CURLcode CShims_easy_getinfo_string(CURL *handle, CURLINFO info, char **value);
+CURLcode CShims_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value);
+
+CURLMcode CShims_multi_setopt_long(CURLM *handle, CURLMoption option, long value);
+
+#endif

@@ -1,0 +1,95 @@
+/// The exit statuses of SPEC §2.
+public enum ExitCode: Int32, Sendable {
+    /// Success, including "nothing due".
+    case success = 0
+    /// Some transfers failed, or the cache cannot be written.
+    case failure = 1
+    /// A usage or manifest error.
+    case usage = 2
+    /// Another writer holds the cache lock.
+    case locked = 75
+}
+
+/// One option of a command: declared once, read by both the parser and `help`.
+public struct OptionSpec: Sendable {
+    /// The long name, with its dashes (`--feeds`).
+    public let name: String
+    /// The value's placeholder (`DIR`); nil for a flag.
+    public let value: String?
+    /// One line of help.
+    public let help: String
+
+    public init(_ name: String, value: String? = nil, _ help: String) {
+        self.name = name
+        self.value = value
+        self.help = help
+    }
+}
+
+/// A subcommand in the shape of swift-argument-parser's `CommandConfiguration`.
+public struct CommandSpec: Sendable {
+    public let name: String
+    /// One line saying what the command is for.
+    public let abstract: String
+    /// Positional arguments as shown in usage (`[FILE|DIR ...]`), with their help.
+    public let arguments: (usage: String, help: String)?
+    public let options: [OptionSpec]
+    /// Paragraphs after the option list.
+    public let discussion: String
+    /// False while the command's issue has not landed: it parses its options, then says so.
+    public let available: Bool
+
+    /// The synopsis line: `prefetch validate [FILE|DIR ...] [--config FILE]`.
+    public var usage: String {
+        var parts = ["prefetch", name]
+        if let arguments { parts.append(arguments.usage) }
+        for option in options {
+            parts.append("[" + option.name + (option.value.map { " " + $0 } ?? "") + "]")
+        }
+        return parts.joined(separator: " ")
+    }
+}
+
+/// The commands of SPEC §2.
+public enum Commands {
+    static let config = OptionSpec("--config", value: "FILE", "Configuration file (default: \(Config.defaultPath)).")
+    static let feeds = OptionSpec("--feeds", value: "DIR", "Feeds folder (default: from the config, else /etc/prefetch/feeds).")
+    static let cache = OptionSpec("--cache", value: "DIR", "Cache folder (default: from the config, else /var/cache/prefetch).")
+    static let assume = OptionSpec("--assume", value: "K=V,...",
+                                   "Override probes: network=metered|unmetered, power=ac|battery, battery=N, free=SIZE.")
+    static let json = OptionSpec("--json", "Print one JSON object per line.")
+
+    /// Every command, in the order help lists them.
+    public static let all: [CommandSpec] = [
+        CommandSpec(name: "plan", abstract: "Show what would run, when, and why not now.", arguments: nil,
+                    options: [OptionSpec("--dry-run", "Accepted for clarity; plan never transfers."), feeds, cache,
+                              OptionSpec("--at", value: "TIME", "Evaluate at TIME: RFC 3339, or HH:MM today in the system's zone."),
+                              assume, json, config],
+                    discussion: "Reads feeds and recorded state; never transfers and never writes the cache.",
+                    available: false),
+        CommandSpec(name: "run", abstract: "Transfer what is due now, verify it and place it in the cache.", arguments: nil,
+                    options: [feeds, cache, OptionSpec("--feed", value: "NAME", "Only this feed."), assume, json,
+                              OptionSpec("--quiet", "Print only errors."), config],
+                    discussion: "One pass, as a cron line or a systemd timer calls it. Exit 0 on success, 1 when a transfer failed, 75 when another writer holds the cache.",
+                    available: false),
+        CommandSpec(name: "daemon", abstract: "Run forever, waking for each release, window and retry.", arguments: nil,
+                    options: [feeds, cache, config],
+                    discussion: "SIGTERM/SIGINT stop resumably, SIGHUP reloads feeds, SIGUSR1 plans and runs now.",
+                    available: false),
+        CommandSpec(name: "status", abstract: "Show what is cached, partial transfers and the next wake-up.", arguments: nil,
+                    options: [feeds, cache, json, config], discussion: "", available: false),
+        CommandSpec(name: "validate", abstract: "Check feed manifests and report every problem.",
+                    arguments: ("[FILE|DIR ...]", "Manifests, or folders of them (default: the feeds folder)."),
+                    options: [feeds, config],
+                    discussion: "Each problem is printed as file:line:column: error: message, with the line and a caret.\nExit 0 when every manifest is valid (warnings allowed), 2 otherwise.",
+                    available: true),
+        CommandSpec(name: "gc", abstract: "Remove expired, unlisted and abandoned files from the cache.", arguments: nil,
+                    options: [feeds, cache, OptionSpec("--dry-run", "Only list what would be removed."), config],
+                    discussion: "", available: false),
+    ]
+
+    /// The command named `name`.
+    public static func named(_ name: String) -> CommandSpec? {
+        all.first { $0.name == name }
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+
+/// Where commands write: stdout for results and JSON, stderr for errors and warnings.
+public struct Console: Sendable {
+    public var out: @Sendable (String) -> Void
+    public var err: @Sendable (String) -> Void
+    /// True when stderr is a terminal that takes colour (not `NO_COLOR`, not `TERM=dumb`).
+    public var colorErrors: Bool
+
+    public init(out: @escaping @Sendable (String) -> Void, err: @escaping @Sendable (String) -> Void, colorErrors: Bool = false) {
+        self.out = out
+        self.err = err
+        self.colorErrors = colorErrors
+    }
+
+    /// The process's own stdout and stderr.
+    public static func standard(environment: [String: String]) -> Console {
+        let color = isatty(2) == 1 && environment["NO_COLOR"] == nil && environment["TERM"] != "dumb"
+        return Console(out: { FileSystem.writeAll(1, $0) }, err: { FileSystem.writeAll(2, $0) }, colorErrors: color)
+    }
+
+    /// Prints diagnostics as a compiler would, quoting source lines when known.
+    func report(_ diagnostics: [Diagnostic], sources: [String: SourceText]) {
+        let renderer = DiagnosticRenderer(sources: sources)
+        for diagnostic in diagnostics {
+            var text = renderer.render(diagnostic)
+            if colorErrors {
+                let label = diagnostic.severity.rawValue + ":"
+                let color = diagnostic.severity == .error ? "\u{1b}[1;31m" : "\u{1b}[1;35m"
+                if let range = text.range(of: " " + label) {
+                    text.replaceSubrange(range, with: " " + color + label + "\u{1b}[0m")
+                }
+            }
+            err(text)
+        }
+    }
+}

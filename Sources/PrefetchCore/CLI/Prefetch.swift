@@ -1,0 +1,94 @@
+import Foundation
+
+/// The `prefetch` program: argv in, exit status out.
+public enum Prefetch {
+    /// Runs the command line `arguments` (without the program name).
+    public static func main(_ arguments: [String], environment: [String: String], console: Console) -> Int32 {
+        guard let first = arguments.first else {
+            console.err(HelpText.overview)
+            return ExitCode.usage.rawValue
+        }
+        switch first {
+        case "--version", "-V":
+            console.out("prefetch \(HelpText.version)\n")
+            return ExitCode.success.rawValue
+        case "--help", "-h":
+            console.out(HelpText.overview)
+            return ExitCode.success.rawValue
+        case "help":
+            let rest = arguments.dropFirst().filter { $0 != "--help" && $0 != "-h" }
+            guard let topic = rest.first else {
+                console.out(HelpText.overview)
+                return ExitCode.success.rawValue
+            }
+            guard rest.count == 1, let spec = Commands.named(topic) else {
+                return fail(UsageError(rest.count == 1 ? "unknown command '\(topic)'" : "help takes one command", command: nil), console: console)
+            }
+            console.out(HelpText.page(for: spec))
+            return ExitCode.success.rawValue
+        default:
+            break
+        }
+        guard let spec = Commands.named(first) else {
+            var message = "unknown command '\(first)'"
+            if let guess = Suggestion.closest(to: first, among: Commands.all.map(\.name) + ["help"]) {
+                message += " (did you mean '\(guess)'?)"
+            }
+            return fail(UsageError(message, command: nil), console: console)
+        }
+        let parsed: ParsedArguments
+        do {
+            parsed = try ArgumentParser.parse(Array(arguments.dropFirst()), for: spec)
+        } catch {
+            return fail(error, console: console)
+        }
+        if parsed.wantsHelp {
+            console.out(HelpText.page(for: spec))
+            return ExitCode.success.rawValue
+        }
+        let context = CommandContext(arguments: parsed, environment: environment, console: console)
+        let code: ExitCode
+        switch spec.name {
+        case "validate":
+            code = ValidateCommand.run(context)
+        default:
+            console.err("prefetch: '\(spec.name)' is not available yet in prefetch \(HelpText.version); see 'prefetch help'\n")
+            code = .usage
+        }
+        return code.rawValue
+    }
+
+    /// Prints a usage error with the usage line; returns exit status 2.
+    static func fail(_ error: UsageError, console: Console) -> Int32 {
+        var text = "prefetch: error: \(error.message)\n"
+        if let name = error.command, let spec = Commands.named(name) {
+            text += "Usage: \(spec.usage)\nSee 'prefetch help \(name)'.\n"
+        } else {
+            text += "Usage: prefetch <command> [options]\nSee 'prefetch help'.\n"
+        }
+        console.err(text)
+        return ExitCode.usage.rawValue
+    }
+}
+
+/// What every command gets: its arguments, the environment and the console.
+public struct CommandContext: Sendable {
+    public let arguments: ParsedArguments
+    public let environment: [String: String]
+    public let console: Console
+
+    /// Loads the configuration named by `--config` (which must exist) or the default one
+    /// (which may be missing). Prints diagnostics; nil when the config has errors.
+    func loadConfig() -> Config? {
+        let explicit = arguments["--config"]
+        let (config, diagnostics, source) = ConfigLoader.load(path: explicit ?? Config.defaultPath, required: explicit != nil)
+        var sources: [String: SourceText] = [:]
+        if let source, let file = config.file ?? explicit { sources[file] = source }
+        console.report(diagnostics, sources: sources.isEmpty ? [explicit ?? Config.defaultPath: source ?? SourceText(bytes: [])] : sources)
+        if diagnostics.contains(where: { $0.severity == .error }) { return nil }
+        var resolved = config
+        if let feeds = arguments["--feeds"] { resolved.feeds = feeds }
+        if let cache = arguments["--cache"] { resolved.cache = cache }
+        return resolved
+    }
+}

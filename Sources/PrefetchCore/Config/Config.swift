@@ -1,0 +1,115 @@
+import Foundation
+
+/// The machine-wide settings of `/etc/prefetch/config.yaml` (SPEC §5), with defaults.
+public struct Config: Sendable {
+    /// Where the configuration was read from; nil when the defaults are used.
+    public var file: String?
+    /// The feeds folder.
+    public var feeds: String = "/etc/prefetch/feeds"
+    /// The cache folder.
+    public var cache: String = "/var/cache/prefetch"
+    /// The global cap on one resource's size.
+    public var maxSize: ByteSize = ByteSize(bytes: 16 << 30)
+    /// A CA bundle to verify TLS with, in place of the system's.
+    public var caFile: String?
+    /// Whether the link counts as metered when NetworkManager cannot say.
+    public var meteredDefault: MeteredDefault = .unmetered
+    /// Overrides `/etc/machine-id` for jitter.
+    public var machineID: String?
+    /// Transfers at once, over all feeds.
+    public var concurrency: Int = 16
+    /// Transfers at once to one origin (scheme, host, port).
+    public var perHost: Int = 6
+    public var connectTimeout: TimeSpan = TimeSpan(seconds: 30)
+    /// Under 1 KiB/s for this long aborts a transfer (it resumes later).
+    public var stallTimeout: TimeSpan = TimeSpan(seconds: 60)
+    /// Redirects followed before a resource fails.
+    public var maxRedirects: Int = 10
+
+    /// The path of the default configuration file.
+    public static let defaultPath = "/etc/prefetch/config.yaml"
+
+    /// What to assume about the link when no probe knows.
+    public enum MeteredDefault: String, Sendable { case metered, unmetered }
+
+    /// A configuration with every default.
+    public init() {}
+}
+
+/// Loads and checks a configuration file with the same strictness as feeds.
+public enum ConfigLoader {
+    /// The keys a configuration may have.
+    public static let keys = ["feeds", "cache", "max_size", "ca_file", "metered_default", "machine_id",
+                              "concurrency", "per_host", "connect_timeout", "stall_timeout", "max_redirects"]
+
+    /// Reads `path`. A missing file is an error only when `required` (an explicit `--config`).
+    public static func load(path: String, required: Bool) -> (config: Config, diagnostics: [Diagnostic], source: SourceText?) {
+        let bytes: [UInt8]
+        switch FileSystem.readFile(path) {
+        case .success(let data):
+            bytes = data
+        case .failure(let error):
+            if error.code == ENOENT && !required { return (Config(), [], nil) }
+            return (Config(), [Diagnostic(.error, file: path, at: nil, "cannot read the configuration: \(error)")], nil)
+        }
+        let (config, diagnostics) = decode(bytes, file: path)
+        return (config, diagnostics, SourceText(bytes: bytes))
+    }
+
+    /// Decodes configuration text; `file` names it in diagnostics and anchors relative paths.
+    public static func decode(_ bytes: [UInt8], file: String) -> (Config, [Diagnostic]) {
+        var config = Config()
+        config.file = file
+        var reader = NodeReader(file: file)
+        let root: YAMLNode?
+        do {
+            root = try YAMLParser.parse(bytes)
+        } catch {
+            return (config, [Diagnostic(.error, file: file, at: error.location, error.message)])
+        }
+        guard let root, !root.isNull else { return (config, []) }  // an empty config means defaults
+        guard let entries = reader.mapping(root, allowed: keys, what: "the configuration") else {
+            return (config, reader.diagnostics)
+        }
+        let folder = (file as NSString).deletingLastPathComponent
+        func absolute(_ path: String) -> String {
+            path.hasPrefix("/") || folder.isEmpty ? path : folder + "/" + path
+        }
+        if let node = entries["feeds"]?.value, let text = reader.string(node, what: "feeds") { config.feeds = absolute(text) }
+        if let node = entries["cache"]?.value, let text = reader.string(node, what: "cache") { config.cache = absolute(text) }
+        if let node = entries["max_size"]?.value, let size = reader.value(node, what: "max_size", ByteSize.parse) {
+            if size.bytes == 0 { reader.error("max_size must be more than 0", at: node.location) } else { config.maxSize = size }
+        }
+        if let node = entries["ca_file"]?.value, let text = reader.string(node, what: "ca_file") {
+            let path = absolute(text)
+            if access(path, R_OK) != 0 {
+                reader.error("ca_file '\(path)' cannot be read", at: node.location)
+            }
+            config.caFile = path
+        }
+        if let node = entries["metered_default"]?.value,
+           let value = reader.choice(node, what: "metered_default", [("metered", Config.MeteredDefault.metered), ("unmetered", .unmetered)]) {
+            config.meteredDefault = value
+        }
+        if let node = entries["machine_id"]?.value, let text = reader.string(node, what: "machine_id") {
+            if text.trimmingSpaces().isEmpty { reader.error("machine_id cannot be empty", at: node.location) } else { config.machineID = text }
+        }
+        if let node = entries["concurrency"]?.value, let n = reader.integer(node, what: "concurrency", range: 1...1024) { config.concurrency = n }
+        if let node = entries["per_host"]?.value, let n = reader.integer(node, what: "per_host", range: 1...1024) { config.perHost = n }
+        if let node = entries["connect_timeout"]?.value, let span = reader.positiveSpan(node, what: "connect_timeout") { config.connectTimeout = span }
+        if let node = entries["stall_timeout"]?.value, let span = reader.positiveSpan(node, what: "stall_timeout") { config.stallTimeout = span }
+        if let node = entries["max_redirects"]?.value, let n = reader.integer(node, what: "max_redirects", range: 0...100) { config.maxRedirects = n }
+        return (config, reader.diagnostics)
+    }
+}
+
+extension NodeReader {
+    /// A duration above zero.
+    mutating func positiveSpan(_ node: YAMLNode, what: String) -> TimeSpan? {
+        value(node, what: what) { (text) throws(ValueError) -> TimeSpan in
+            let span = try TimeSpan.parse(text)
+            guard span.seconds > 0 else { throw ValueError("\(what) must be longer than 0s") }
+            return span
+        }
+    }
+}

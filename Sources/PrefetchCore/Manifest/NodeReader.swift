@@ -1,0 +1,172 @@
+/// Reads typed values out of YAML nodes and collects every problem as a diagnostic,
+/// so one pass reports all errors in a file.
+struct NodeReader {
+    let file: String
+    private(set) var diagnostics: [Diagnostic] = []
+
+    init(file: String) {
+        self.file = file
+    }
+
+    var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
+
+    mutating func error(_ message: String, at location: SourceLocation) {
+        diagnostics.append(Diagnostic(.error, file: file, at: location, message))
+    }
+
+    mutating func warning(_ message: String, at location: SourceLocation) {
+        diagnostics.append(Diagnostic(.warning, file: file, at: location, message))
+    }
+
+    /// Reports a value error at its exact column when the scalar sits on one line as written.
+    mutating func error(_ problem: ValueError, in node: YAMLNode) {
+        error(problem.message, at: location(of: problem, in: node))
+    }
+
+    func location(of problem: ValueError, in node: YAMLNode) -> SourceLocation {
+        guard case .scalar(let text, let style) = node.content,
+              style == .plain || style == .singleQuoted || style == .doubleQuoted,
+              !text.contains("\n"), !(style == .doubleQuoted && text.contains("\\")) else { return node.location }
+        return node.textLocation.advanced(by: problem.offset)
+    }
+
+    /// A mapping's entries by key. Reports a non-mapping, duplicate keys, non-scalar keys and
+    /// keys outside `allowed` (with a "did you mean" hint).
+    mutating func mapping(_ node: YAMLNode, allowed: [String], what: String) -> [String: (key: YAMLNode, value: YAMLNode)]? {
+        guard case .mapping(let pairs) = node.content else {
+            error("\(what) must be a mapping of keys to values, found \(node.kindDescription)", at: node.location)
+            return nil
+        }
+        var entries: [String: (key: YAMLNode, value: YAMLNode)] = [:]
+        entries.reserveCapacity(pairs.count)
+        for pair in pairs {
+            guard let key = pair.key.scalar else {
+                error("a key must be a plain word, found \(pair.key.kindDescription)", at: pair.key.location)
+                continue
+            }
+            if let first = entries[key] {
+                error("duplicate key '\(key)' (first at line \(first.key.location.line))", at: pair.key.location)
+                continue
+            }
+            guard allowed.contains(key) else {
+                var message = "unknown key '\(key)' in \(what)"
+                if let guess = Suggestion.closest(to: key, among: allowed) { message += " (did you mean '\(guess)'?)" }
+                error(message, at: pair.key.location)
+                continue
+            }
+            entries[key] = pair
+        }
+        return entries
+    }
+
+    /// A scalar's text; reports null, lists and mappings.
+    mutating func string(_ node: YAMLNode, what: String) -> String? {
+        guard let text = node.scalar, !node.isNull else {
+            error("\(what) must be a string, found \(node.kindDescription)", at: node.location)
+            return nil
+        }
+        return text
+    }
+
+    /// A scalar parsed by `parse`; problems are reported at their column.
+    mutating func value<T>(_ node: YAMLNode, what: String, _ parse: (String) throws(ValueError) -> T) -> T? {
+        guard let text = node.scalar, !node.isNull else {
+            error("\(what) must be a value, found \(node.kindDescription)", at: node.location)
+            return nil
+        }
+        do {
+            return try parse(text)
+        } catch {
+            self.error(error, in: node)
+            return nil
+        }
+    }
+
+    /// A whole number in `range`.
+    mutating func integer(_ node: YAMLNode, what: String, range: ClosedRange<Int>) -> Int? {
+        value(node, what: what) { (text) throws(ValueError) -> Int in
+            guard let number = Int(text), text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == "-") }) else {
+                throw ValueError("\(what) must be a whole number, found '\(text)'")
+            }
+            guard range.contains(number) else {
+                let upper = range.upperBound == Int.max ? "" : " to \(range.upperBound)"
+                throw ValueError("\(what) must be \(upper.isEmpty ? "at least \(range.lowerBound)" : "from \(range.lowerBound)\(upper)"), found \(number)")
+            }
+            return number
+        }
+    }
+
+    /// `true` or `false`, and nothing else (YAML 1.1's yes/no/on/off are refused).
+    mutating func boolean(_ node: YAMLNode, what: String) -> Bool? {
+        value(node, what: what) { (text) throws(ValueError) -> Bool in
+            guard case .scalar(_, .plain) = node.content else {
+                throw ValueError("\(what) must be true or false without quotes")
+            }
+            switch text {
+            case "true": return true
+            case "false": return false
+            default: throw ValueError("\(what) must be true or false, found '\(text)'")
+            }
+        }
+    }
+
+    /// One of `choices`.
+    mutating func choice<T>(_ node: YAMLNode, what: String, _ choices: [(String, T)]) -> T? {
+        value(node, what: what) { (text) throws(ValueError) -> T in
+            if let match = choices.first(where: { $0.0 == text }) { return match.1 }
+            let names = choices.map(\.0)
+            var message = "\(what) must be \(names.dropLast().joined(separator: ", ")) or \(names.last!), found '\(text)'"
+            if let guess = Suggestion.closest(to: text, among: names) { message += " (did you mean '\(guess)'?)" }
+            throw ValueError(message)
+        }
+    }
+
+    /// The items of a list; a single scalar counts as a list of one when `single` is true.
+    mutating func list(_ node: YAMLNode, what: String, single: Bool = false) -> [YAMLNode]? {
+        switch node.content {
+        case .sequence(let items): return items
+        case .scalar where single && !node.isNull: return [node]
+        default:
+            error("\(what) must be a list, found \(node.kindDescription)", at: node.location)
+            return nil
+        }
+    }
+}
+
+/// "Did you mean" hints for misspelled keys and values.
+enum Suggestion {
+    /// The candidate closest to `word` by edit distance, if close enough to be a likely typo.
+    static func closest(to word: String, among candidates: [String]) -> String? {
+        let lowered = word.lowercased()
+        var best: (String, Int)?
+        for candidate in candidates {
+            let distance = editDistance(lowered, candidate.lowercased())
+            if best == nil || distance < best!.1 { best = (candidate, distance) }
+        }
+        guard let (candidate, distance) = best else { return nil }
+        let limit = max(1, min(3, candidate.count / 3))
+        return distance <= limit ? candidate : nil
+    }
+
+    /// Levenshtein distance with adjacent transpositions counted as one edit.
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let x = Array(a), y = Array(b)
+        if x.isEmpty { return y.count }
+        if y.isEmpty { return x.count }
+        var previous2 = [Int](repeating: 0, count: y.count + 1)
+        var previous = Array(0...y.count)
+        var current = [Int](repeating: 0, count: y.count + 1)
+        for i in 1...x.count {
+            current[0] = i
+            for j in 1...y.count {
+                let cost = x[i - 1] == y[j - 1] ? 0 : 1
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+                if i > 1, j > 1, x[i - 1] == y[j - 2], x[i - 2] == y[j - 1] {
+                    current[j] = min(current[j], previous2[j - 2] + 1)
+                }
+            }
+            (previous2, previous, current) = (previous, current, previous2)
+        }
+        return previous[y.count]
+    }
+}

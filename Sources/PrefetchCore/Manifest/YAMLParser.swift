@@ -1,0 +1,149 @@
+internal import CYAML
+
+/// A YAML syntax error, located at the place libyaml reported.
+public struct YAMLSyntaxError: Error, Sendable {
+    /// Where the problem is.
+    public var location: SourceLocation
+    /// What is wrong, in words a manifest author can act on.
+    public var message: String
+}
+
+/// Parses YAML text into a `YAMLNode` tree with libyaml's event API.
+///
+/// One document per file; anchors and aliases are resolved by reference (an alias
+/// repeats its anchor's node); an unknown alias is an error.
+public enum YAMLParser {
+    /// Parses `bytes` as a single YAML document. Returns nil for a file with no document.
+    public static func parse(_ bytes: [UInt8]) throws(YAMLSyntaxError) -> YAMLNode? {
+        var parser = yaml_parser_t()
+        guard yaml_parser_initialize(&parser) == 1 else {
+            throw YAMLSyntaxError(location: SourceLocation(line: 1, column: 1), message: "out of memory")
+        }
+        defer { yaml_parser_delete(&parser) }
+
+        return try bytes.withUnsafeBufferPointer { (buffer) throws(YAMLSyntaxError) -> YAMLNode? in
+            yaml_parser_set_input_string(&parser, buffer.baseAddress, buffer.count)
+            yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING)
+            var builder = TreeBuilder()
+            var event = yaml_event_t()
+            while true {
+                guard yaml_parser_parse(&parser, &event) == 1 else {
+                    throw syntaxError(parser)
+                }
+                defer { yaml_event_delete(&event) }
+                if event.type == YAML_STREAM_END_EVENT { break }
+                try builder.consume(event)
+            }
+            return builder.root
+        }
+    }
+
+    private static func location(_ mark: yaml_mark_t) -> SourceLocation {
+        SourceLocation(line: Int(mark.line) + 1, column: Int(mark.column) + 1)
+    }
+
+    /// Turns libyaml's problem/context into one message, with hints for the usual traps.
+    private static func syntaxError(_ parser: yaml_parser_t) -> YAMLSyntaxError {
+        let problem = parser.problem.map { String(cString: $0) } ?? "invalid YAML"
+        let context = parser.context.map { String(cString: $0) }
+        // For a scanner error the alias or anchor starts at the context mark.
+        var at = location(parser.problem_mark)
+        let message: String
+        if context == "while scanning an alias" {
+            at = location(parser.context_mark)
+            message = "a plain value cannot start with '*' (YAML reads it as an alias); quote it, as in schedule: \"*/15 * * * *\""
+        } else if problem == "found character that cannot start any token" {
+            message = "a plain value cannot start with this character; quote the value, as in schedule: \"@daily\""
+        } else if problem.contains("tab") || context?.contains("tab") == true {
+            message = "tabs cannot indent YAML; use spaces"
+        } else if let context {
+            message = "\(problem) (\(context))"
+        } else {
+            message = problem
+        }
+        return YAMLSyntaxError(location: at, message: message)
+    }
+
+    /// Assembles nodes from events with an explicit stack.
+    private struct TreeBuilder {
+        enum Frame {
+            case sequence([YAMLNode], SourceLocation, String?, String?)
+            case mapping([(key: YAMLNode, value: YAMLNode)], pendingKey: YAMLNode?, SourceLocation, String?, String?)
+        }
+
+        var stack: [Frame] = []
+        var anchors: [String: YAMLNode] = [:]
+        var root: YAMLNode?
+        var documents = 0
+
+        mutating func consume(_ event: yaml_event_t) throws(YAMLSyntaxError) {
+            let at = YAMLParser.location(event.start_mark)
+            switch event.type {
+            case YAML_DOCUMENT_START_EVENT:
+                documents += 1
+                if documents > 1 {
+                    throw YAMLSyntaxError(location: at, message: "a second YAML document starts here; one feed per file")
+                }
+            case YAML_SCALAR_EVENT:
+                let scalar = event.data.scalar
+                let text = String(decoding: UnsafeBufferPointer(start: scalar.value, count: scalar.length), as: UTF8.self)
+                let style: YAMLNode.ScalarStyle
+                switch scalar.style {
+                case YAML_SINGLE_QUOTED_SCALAR_STYLE: style = .singleQuoted
+                case YAML_DOUBLE_QUOTED_SCALAR_STYLE: style = .doubleQuoted
+                case YAML_LITERAL_SCALAR_STYLE: style = .literal
+                case YAML_FOLDED_SCALAR_STYLE: style = .folded
+                default: style = .plain
+                }
+                let node = YAMLNode(.scalar(text, style), at: at, tag: Self.string(scalar.tag))
+                try add(node, anchor: Self.string(scalar.anchor))
+            case YAML_ALIAS_EVENT:
+                let name = Self.string(event.data.alias.anchor) ?? ""
+                guard var node = anchors[name] else {
+                    throw YAMLSyntaxError(location: at, message: "unknown alias '*\(name)'; if this is a cron expression, quote it")
+                }
+                node.location = at
+                try add(node, anchor: nil)
+            case YAML_SEQUENCE_START_EVENT:
+                let start = event.data.sequence_start
+                stack.append(.sequence([], at, Self.string(start.anchor), Self.string(start.tag)))
+            case YAML_MAPPING_START_EVENT:
+                let start = event.data.mapping_start
+                stack.append(.mapping([], pendingKey: nil, at, Self.string(start.anchor), Self.string(start.tag)))
+            case YAML_SEQUENCE_END_EVENT:
+                guard case .sequence(let items, let location, let anchor, let tag)? = stack.popLast() else { return }
+                try add(YAMLNode(.sequence(items), at: location, tag: tag), anchor: anchor)
+            case YAML_MAPPING_END_EVENT:
+                guard case .mapping(let pairs, _, let location, let anchor, let tag)? = stack.popLast() else { return }
+                try add(YAMLNode(.mapping(pairs), at: location, tag: tag), anchor: anchor)
+            default:
+                break
+            }
+        }
+
+        private mutating func add(_ node: YAMLNode, anchor: String?) throws(YAMLSyntaxError) {
+            if let anchor { anchors[anchor] = node }
+            guard let top = stack.popLast() else {
+                root = node
+                return
+            }
+            switch top {
+            case .sequence(var items, let location, let anchor, let tag):
+                items.append(node)
+                stack.append(.sequence(items, location, anchor, tag))
+            case .mapping(var pairs, let pendingKey, let location, let anchor, let tag):
+                if let key = pendingKey {
+                    pairs.append((key: key, value: node))
+                    stack.append(.mapping(pairs, pendingKey: nil, location, anchor, tag))
+                } else {
+                    stack.append(.mapping(pairs, pendingKey: node, location, anchor, tag))
+                }
+            }
+        }
+
+        private static func string(_ pointer: UnsafeMutablePointer<yaml_char_t>?) -> String? {
+            guard let pointer else { return nil }
+            return String(cString: pointer)
+        }
+    }
+}

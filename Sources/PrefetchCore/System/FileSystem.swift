@@ -1,0 +1,100 @@
+import Foundation
+
+/// A failed system call's errno, with the C library's words for it.
+public struct Errno: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The raw errno value.
+    public let code: Int32
+
+    /// Wraps an errno value.
+    public init(_ code: Int32) {
+        self.code = code
+    }
+
+    /// The current thread's errno.
+    public static var current: Errno { Errno(errno) }
+
+    public var description: String { String(cString: strerror(code)) }
+}
+
+/// The few file-system calls prefetch needs, wrapped once: typed errno, EINTR retried.
+public enum FileSystem {
+    /// Calls `body` until it does not fail with EINTR; returns its result or the errno.
+    @inline(__always)
+    static func retryingEINTR<T: SignedInteger>(_ body: () -> T) -> Result<T, Errno> {
+        while true {
+            let result = body()
+            if result >= 0 { return .success(result) }
+            if errno != EINTR { return .failure(.current) }
+        }
+    }
+
+    /// The whole content of a regular file.
+    public static func readFile(_ path: String) -> Result<[UInt8], Errno> {
+        let fd: Int32
+        switch retryingEINTR({ open(path, O_RDONLY | O_CLOEXEC) }) {
+        case .success(let value): fd = value
+        case .failure(let error): return .failure(error)
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return .failure(.current) }
+        guard (info.st_mode & S_IFMT) != S_IFDIR else { return .failure(Errno(EISDIR)) }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(Int(info.st_size) + 1)
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { buffer in
+                retryingEINTR { read(fd, buffer.baseAddress, buffer.count) }
+            }
+            switch count {
+            case .success(0): return .success(bytes)
+            case .success(let n): bytes.append(contentsOf: chunk[0..<n])
+            case .failure(let error): return .failure(error)
+            }
+        }
+    }
+
+    /// Writes all of `text` to `fd`, retrying short writes and EINTR; errors are dropped
+    /// (there is nowhere left to report a failing stdout or stderr).
+    public static func writeAll(_ fd: Int32, _ text: String) {
+        var text = text
+        text.withUTF8 { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                guard case .success(let n) = retryingEINTR({ write(fd, buffer.baseAddress! + offset, buffer.count - offset) }),
+                      n > 0 else { return }
+                offset += n
+            }
+        }
+    }
+
+    /// What kind of thing is at `path`, following symlinks; nil when nothing is there.
+    public static func kind(of path: String) -> FileKind? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        switch info.st_mode & S_IFMT {
+        case S_IFDIR: return .directory
+        case S_IFREG: return .regular
+        default: return .other
+        }
+    }
+
+    /// The names in a folder, sorted bytewise, without `.` and `..`.
+    public static func listDirectory(_ path: String) -> Result<[String], Errno> {
+        guard let dir = opendir(path) else { return .failure(.current) }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return .success(names.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) })
+    }
+}
+
+/// The kinds of file-system entries prefetch tells apart.
+public enum FileKind: Sendable {
+    case regular, directory, other
+}

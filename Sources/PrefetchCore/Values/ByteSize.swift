@@ -1,0 +1,93 @@
+/// A number of bytes written as `512`, `64KiB`, `20MiB`, `2GiB` or `1GB` (SI).
+public struct ByteSize: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The size in bytes.
+    public var bytes: UInt64
+
+    /// Creates a size of `bytes`.
+    public init(bytes: UInt64) {
+        self.bytes = bytes
+    }
+
+    public static func < (a: ByteSize, b: ByteSize) -> Bool { a.bytes < b.bytes }
+
+    private static let units: [String: UInt64] = [
+        "B": 1,
+        "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50,
+        "kB": 1_000, "KB": 1_000, "MB": 1_000_000, "GB": 1_000_000_000,
+        "TB": 1_000_000_000_000, "PB": 1_000_000_000_000_000,
+    ]
+
+    /// Parses `<digits>[unit]`: no unit (or `B`) means bytes; binary units `KiB MiB GiB TiB`
+    /// and SI units `kB/KB MB GB TB`.
+    public static func parse(_ text: String) throws(ValueError) -> ByteSize {
+        var number: UInt64 = 0
+        var index = text.startIndex
+        var digits = 0
+        while index < text.endIndex, let digit = text[index].wholeNumberValue, text[index].isASCII {
+            let (product, overflow1) = number.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = product.addingReportingOverflow(UInt64(digit))
+            if overflow1 || overflow2 { throw ValueError("size is too large") }
+            number = sum
+            index = text.index(after: index)
+            digits += 1
+        }
+        guard digits > 0 else {
+            throw ValueError("expected a size such as 512, 64KiB, 20MiB, 2GiB or 1GB")
+        }
+        let unit = String(text[index...])
+        if unit.isEmpty { return ByteSize(bytes: number) }
+        if unit.first == "." {
+            throw ValueError("sizes are whole numbers; use a smaller unit (1536MiB, not 1.5GiB)", at: digits)
+        }
+        guard let scale = units[unit] else {
+            let hint = units[unit.prefix(1).uppercased() + unit.dropFirst()] != nil ? unit.prefix(1).uppercased() + unit.dropFirst()
+                : (unit.count == 1 ? unit.uppercased() + "iB" : nil)
+            let suffix = hint.map { " (did you mean '\($0)'?)" } ?? ""
+            throw ValueError("unknown size unit '\(unit)'; use B, KiB, MiB, GiB, TiB or kB, MB, GB, TB\(suffix)", at: digits)
+        }
+        let (total, overflow) = number.multipliedReportingOverflow(by: scale)
+        if overflow { throw ValueError("size is too large") }
+        return ByteSize(bytes: total)
+    }
+
+    /// A short human form: `512B`, `1.5KiB`, `20MiB`, `1.2GiB`.
+    public var description: String { Self.format(bytes) }
+
+    /// Formats a byte count with binary units and at most one decimal.
+    public static func format(_ bytes: UInt64) -> String {
+        let steps: [(String, Double)] = [("TiB", 1_099_511_627_776), ("GiB", 1_073_741_824), ("MiB", 1_048_576), ("KiB", 1024)]
+        for (unit, size) in steps where Double(bytes) >= size {
+            let value = Double(bytes) / size
+            let rounded = (value * 10).rounded() / 10
+            if rounded == rounded.rounded() { return "\(Int(rounded))\(unit)" }
+            return "\(rounded)\(unit)"
+        }
+        return "\(bytes)B"
+    }
+}
+
+/// A transfer rate written as `SIZE/s` (`20MiB/s`), or a budget as `SIZE/day`.
+public struct ByteRate: Sendable, Hashable {
+    /// Bytes per period.
+    public var bytes: UInt64
+
+    /// Creates a rate of `bytes` per period.
+    public init(bytes: UInt64) {
+        self.bytes = bytes
+    }
+
+    /// Parses `SIZE/<period>` where `period` is the one unit accepted (`s` or `day`).
+    public static func parse(_ text: String, per period: String) throws(ValueError) -> ByteRate {
+        guard let slash = text.lastIndex(of: "/") else {
+            throw ValueError("expected SIZE/\(period), as in 20MiB/\(period)", at: text.count)
+        }
+        let unit = text[text.index(after: slash)...]
+        let offset = text.distance(from: text.startIndex, to: slash) + 1
+        guard unit == period else {
+            throw ValueError("expected '/\(period)' after the size, found '/\(unit)'", at: offset)
+        }
+        let size = try ByteSize.parse(String(text[..<slash]))
+        guard size.bytes > 0 else { throw ValueError("a rate must be more than 0") }
+        return ByteRate(bytes: size.bytes)
+    }
+}

@@ -1,0 +1,6 @@
+import Foundation
+import PrefetchCore
+
+let environment = ProcessInfo.processInfo.environment
+exit(Prefetch.main(Array(CommandLine.arguments.dropFirst()), environment: environment,
+                   console: .standard(environment: environment)))
