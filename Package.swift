@@ -26,7 +26,7 @@ let package = Package(
         .executableTarget(name: "prefetch", dependencies: ["PrefetchCore"]),
 
         // Tests.
-        .testTarget(name: "PrefetchCoreTests", dependencies: ["PrefetchCore"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "PrefetchCoreTests", dependencies: ["PrefetchCore"], exclude: ["Fixtures"]),
         .testTarget(name: "PrefetchEndToEndTests", dependencies: ["prefetch", "PrefetchCore"]),
     ],
     swiftLanguageModes: [.v6]

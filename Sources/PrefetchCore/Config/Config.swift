@@ -99,7 +99,7 @@ public enum ConfigLoader {
         if let node = entries["connect_timeout"]?.value, let span = reader.positiveSpan(node, what: "connect_timeout") { config.connectTimeout = span }
         if let node = entries["stall_timeout"]?.value, let span = reader.positiveSpan(node, what: "stall_timeout") { config.stallTimeout = span }
         if let node = entries["max_redirects"]?.value, let n = reader.integer(node, what: "max_redirects", range: 0...100) { config.maxRedirects = n }
-        return (config, reader.diagnostics)
+        return (config, reader.sortedDiagnostics)
     }
 }
 

@@ -32,8 +32,7 @@ public struct FeedDecoder {
                                      "the manifest is empty; a feed needs at least 'resources'")])
         }
         let feed = decodeFeed(root, file: file, reader: &reader)
-        let diagnostics = reader.diagnostics.sorted { ($0.location ?? SourceLocation(line: 0, column: 0)) < ($1.location ?? SourceLocation(line: 0, column: 0)) }
-        return (reader.hasErrors ? nil : feed, diagnostics)
+        return (reader.hasErrors ? nil : feed, reader.sortedDiagnostics)
     }
 
     private func decodeFeed(_ root: YAMLNode, file: String, reader: inout NodeReader) -> Feed? {

@@ -8,6 +8,15 @@ struct NodeReader {
         self.file = file
     }
 
+    /// The diagnostics in file order (problems are found in key order, not line order).
+    var sortedDiagnostics: [Diagnostic] {
+        let origin = SourceLocation(line: 0, column: 0)
+        return diagnostics.enumerated().sorted {
+            let a = $0.element.location ?? origin, b = $1.element.location ?? origin
+            return a != b ? a < b : $0.offset < $1.offset
+        }.map(\.element)
+    }
+
     var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
 
     mutating func error(_ message: String, at location: SourceLocation) {
@@ -24,9 +33,7 @@ struct NodeReader {
     }
 
     func location(of problem: ValueError, in node: YAMLNode) -> SourceLocation {
-        guard case .scalar(let text, let style) = node.content,
-              style == .plain || style == .singleQuoted || style == .doubleQuoted,
-              !text.contains("\n"), !(style == .doubleQuoted && text.contains("\\")) else { return node.location }
+        guard node.isVerbatim else { return node.location }
         return node.textLocation.advanced(by: problem.offset)
     }
 

@@ -18,12 +18,16 @@ public struct YAMLNode: Sendable {
     public var location: SourceLocation
     /// An explicit tag such as `!!str`, if the source gave one.
     public var tag: String?
+    /// True when a scalar's text stands in the source character for character on one line
+    /// (no escapes, no folding), so a column inside the text maps to a column in the file.
+    public var isVerbatim: Bool
 
     /// Creates a node.
-    public init(_ content: Content, at location: SourceLocation, tag: String? = nil) {
+    public init(_ content: Content, at location: SourceLocation, tag: String? = nil, isVerbatim: Bool = false) {
         self.content = content
         self.location = location
         self.tag = tag
+        self.isVerbatim = isVerbatim
     }
 
     /// True for the plain scalars YAML reads as null: empty, `~`, `null`.

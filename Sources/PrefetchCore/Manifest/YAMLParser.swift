@@ -95,7 +95,10 @@ public enum YAMLParser {
                 case YAML_FOLDED_SCALAR_STYLE: style = .folded
                 default: style = .plain
                 }
-                let node = YAMLNode(.scalar(text, style), at: at, tag: Self.string(scalar.tag))
+                let quotes = style == .singleQuoted || style == .doubleQuoted ? 2 : 0
+                let verbatim = (style == .plain || quotes == 2) && event.start_mark.line == event.end_mark.line
+                    && Int(event.end_mark.column - event.start_mark.column) == text.count + quotes
+                let node = YAMLNode(.scalar(text, style), at: at, tag: Self.string(scalar.tag), isVerbatim: verbatim)
                 try add(node, anchor: Self.string(scalar.anchor))
             case YAML_ALIAS_EVENT:
                 let name = Self.string(event.data.alias.anchor) ?? ""

@@ -40,8 +40,8 @@ public struct ByteSize: Sendable, Hashable, Comparable, CustomStringConvertible 
             throw ValueError("sizes are whole numbers; use a smaller unit (1536MiB, not 1.5GiB)", at: digits)
         }
         guard let scale = units[unit] else {
-            let hint = units[unit.prefix(1).uppercased() + unit.dropFirst()] != nil ? unit.prefix(1).uppercased() + unit.dropFirst()
-                : (unit.count == 1 ? unit.uppercased() + "iB" : nil)
+            let hint = units.keys.sorted().first { $0.lowercased() == unit.lowercased() }
+                ?? (unit.count == 1 && unit != " " ? unit.uppercased() + "iB" : nil)
             let suffix = hint.map { " (did you mean '\($0)'?)" } ?? ""
             throw ValueError("unknown size unit '\(unit)'; use B, KiB, MiB, GiB, TiB or kB, MB, GB, TB\(suffix)", at: digits)
         }

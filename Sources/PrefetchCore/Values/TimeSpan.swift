@@ -43,6 +43,9 @@ public struct TimeSpan: Sendable, Hashable, Comparable, CustomStringConvertible 
                 number = sum
                 index += 1
             }
+            if index == start, chars[index] == " " {
+                throw ValueError("a duration has no spaces; write it as \(text.filter { $0 != " " })", at: index)
+            }
             if index == start {
                 throw ValueError("expected a number in duration '\(text)' (forms: 90s, 15m, 2h, 1d, 1h30m)", at: index)
             }
