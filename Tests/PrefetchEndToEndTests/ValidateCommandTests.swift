@@ -114,11 +114,12 @@ import Testing
             config.yaml:1:1: error: unknown key 'concurency' in the configuration (did you mean 'concurrency'?)
             concurency: 4
             ^
+            prefetch: 1 error in the configuration
 
             """)
         let missing = try BinaryRunner.run(["validate", "--config", "nope.yaml", "feeds"], in: dir.url)
         #expect(missing.status == 2)
-        #expect(missing.stderr == "nope.yaml: error: cannot read the configuration: No such file or directory\n")
+        #expect(missing.stderr == "nope.yaml: error: cannot read the configuration: No such file or directory\nprefetch: 1 error in the configuration\n")
     }
 
     @Test func configCapAppliesToFeeds() throws {

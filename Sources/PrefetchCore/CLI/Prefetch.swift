@@ -85,7 +85,11 @@ public struct CommandContext: Sendable {
         var sources: [String: SourceText] = [:]
         if let source, let file = config.file ?? explicit { sources[file] = source }
         console.report(diagnostics, sources: sources.isEmpty ? [explicit ?? Config.defaultPath: source ?? SourceText(bytes: [])] : sources)
-        if diagnostics.contains(where: { $0.severity == .error }) { return nil }
+        let errors = diagnostics.filter { $0.severity == .error }.count
+        if errors > 0 {
+            console.err("prefetch: \(errors) error\(errors == 1 ? "" : "s") in the configuration\n")
+            return nil
+        }
         var resolved = config
         if let feeds = arguments["--feeds"] { resolved.feeds = feeds }
         if let cache = arguments["--cache"] { resolved.cache = cache }

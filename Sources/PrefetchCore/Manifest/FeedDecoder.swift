@@ -90,7 +90,8 @@ public struct FeedDecoder {
         var jitter = TimeSpan.zero
         if let node = entries["jitter"]?.value, let span = reader.value(node, what: "jitter", { (t) throws(ValueError) in try TimeSpan.parse(t) }) {
             jitter = span
-            if jitter.seconds > 0, let shortest = windows.filter({ !$0.isWholeDay }).min(by: { $0.lengthMinutes < $1.lengthMinutes }),
+            let shapes = windows.isEmpty && days != nil ? [TimeWindow(start: 0, end: 0)] : windows
+            if jitter.seconds > 0, let shortest = shapes.min(by: { $0.lengthMinutes < $1.lengthMinutes }),
                jitter.seconds >= Int64(shortest.lengthMinutes) * 60 {
                 reader.warning("jitter \(jitter) is not shorter than the window \(shortest); offsets are reduced modulo the window's length", at: node.location)
             }
@@ -168,7 +169,7 @@ public struct FeedDecoder {
                 reader.error("a resource needs a 'url'", at: item.location)
                 continue
             }
-            guard let url = reader.value(urlNode, what: "url", ResourceURL.parse) else { continue }
+            let url = reader.value(urlNode, what: "url", ResourceURL.parse)
 
             var path: String?
             var pathNode = urlNode
@@ -178,10 +179,12 @@ public struct FeedDecoder {
                     if let problem = RelativePath.problem(text) { throw problem }
                     return text
                 }
-            } else {
+            } else if let url {
                 do {
                     if let segment = try url.lastSegment(), !segment.isEmpty {
-                        if let problem = RelativePath.problem(segment) {
+                        if segment.contains("/") {
+                            reader.error("the URL's last segment '\(segment)' holds an encoded '/'; add a 'path'", at: urlNode.location)
+                        } else if let problem = RelativePath.problem(segment) {
                             reader.error("the URL's last segment '\(segment)' is not a safe file name (\(problem.message)); add a 'path'", at: urlNode.location)
                         } else {
                             path = segment
@@ -252,7 +255,7 @@ public struct FeedDecoder {
                 }
             }
 
-            guard let path else { continue }
+            guard let url, let path else { continue }
             if let first = files[path] {
                 reader.error("path '\(path)' is already used by the resource at line \(first.line)", at: pathNode.location)
                 continue

@@ -28,7 +28,7 @@ public enum YAMLParser {
             var event = yaml_event_t()
             while true {
                 guard yaml_parser_parse(&parser, &event) == 1 else {
-                    throw syntaxError(parser)
+                    throw syntaxError(parser, bytes: buffer)
                 }
                 defer { yaml_event_delete(&event) }
                 if event.type == YAML_STREAM_END_EVENT { break }
@@ -43,7 +43,7 @@ public enum YAMLParser {
     }
 
     /// Turns libyaml's problem/context into one message, with hints for the usual traps.
-    private static func syntaxError(_ parser: yaml_parser_t) -> YAMLSyntaxError {
+    private static func syntaxError(_ parser: yaml_parser_t, bytes: UnsafeBufferPointer<UInt8>) -> YAMLSyntaxError {
         let problem = parser.problem.map { String(cString: $0) } ?? "invalid YAML"
         let context = parser.context.map { String(cString: $0) }
         // For a scanner error the alias or anchor starts at the context mark.
@@ -53,7 +53,15 @@ public enum YAMLParser {
             at = location(parser.context_mark)
             message = "a plain value cannot start with '*' (YAML reads it as an alias); quote it, as in schedule: \"*/15 * * * *\""
         } else if problem == "found character that cannot start any token" {
-            message = "a plain value cannot start with this character; quote the value, as in schedule: \"@daily\""
+            let index = Int(parser.problem_mark.index)
+            let character = index < bytes.count ? bytes[index] : 0
+            if character == UInt8(ascii: "\t") {
+                message = "tabs cannot indent YAML; use spaces"
+            } else if character == UInt8(ascii: "@") || character == UInt8(ascii: "`") {
+                message = "a plain value cannot start with '\(UnicodeScalar(character))'; quote the value, as in schedule: \"@daily\""
+            } else {
+                message = "a plain value cannot start with this character; quote the value"
+            }
         } else if problem.contains("tab") || context?.contains("tab") == true {
             message = "tabs cannot indent YAML; use spaces"
         } else if let context {

@@ -132,7 +132,7 @@ public struct CronExpression: Sendable, Hashable, CustomStringConvertible {
         if let slash = item.firstIndex(of: "/") {
             rangePart = Array(item[..<slash])
             let stepText = item[(slash + 1)...]
-            guard let value = Int(String(stepText)), value > 0, stepText.allSatisfy(\.isASCII) else {
+            guard let value = Int(String(stepText)), value > 0, stepText.allSatisfy({ $0.isASCII && $0.isNumber }) else {
                 throw ValueError("step after '/' must be a whole number above 0 in the \(spec.name) field", at: at(slash + 1))
             }
             step = value

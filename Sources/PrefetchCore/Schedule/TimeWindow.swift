@@ -44,7 +44,7 @@ public struct TimeWindow: Sendable, Hashable, CustomStringConvertible {
     private static func clockValue(_ chars: [Character], at offset: Int, allow24: Bool) throws(ValueError) -> Int {
         guard chars.count == 5, chars[2] == ":",
               let h = Int(String(chars[0..<2])), let m = Int(String(chars[3..<5])),
-              chars.allSatisfy({ $0.isASCII }) else {
+              chars.enumerated().allSatisfy({ $0.offset == 2 || ($0.element.isASCII && $0.element.isNumber) }) else {
             throw ValueError("expected a time as HH:MM (24-hour clock)", at: offset)
         }
         if allow24, h == 24, m == 0 { return 1440 }

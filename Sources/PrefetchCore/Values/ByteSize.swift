@@ -40,10 +40,13 @@ public struct ByteSize: Sendable, Hashable, Comparable, CustomStringConvertible 
             throw ValueError("sizes are whole numbers; use a smaller unit (1536MiB, not 1.5GiB)", at: digits)
         }
         guard let scale = units[unit] else {
+            if unit.first == " " {
+                throw ValueError("a size has no spaces; write it as \(text.filter { $0 != " " })", at: digits)
+            }
             let hint = units.keys.sorted().first { $0.lowercased() == unit.lowercased() }
-                ?? (unit.count == 1 && unit != " " ? unit.uppercased() + "iB" : nil)
+                ?? (["k", "m", "g", "t", "p"].contains(unit.lowercased()) ? unit.uppercased() + "iB" : nil)
             let suffix = hint.map { " (did you mean '\($0)'?)" } ?? ""
-            throw ValueError("unknown size unit '\(unit)'; use B, KiB, MiB, GiB, TiB or kB, MB, GB, TB\(suffix)", at: digits)
+            throw ValueError("unknown size unit '\(unit)'; use B, KiB, MiB, GiB, TiB, PiB or kB, MB, GB, TB, PB\(suffix)", at: digits)
         }
         let (total, overflow) = number.multipliedReportingOverflow(by: scale)
         if overflow { throw ValueError("size is too large") }
@@ -56,9 +59,10 @@ public struct ByteSize: Sendable, Hashable, Comparable, CustomStringConvertible 
     /// Formats a byte count with binary units and at most one decimal.
     public static func format(_ bytes: UInt64) -> String {
         let steps: [(String, Double)] = [("TiB", 1_099_511_627_776), ("GiB", 1_073_741_824), ("MiB", 1_048_576), ("KiB", 1024)]
-        for (unit, size) in steps where Double(bytes) >= size {
+        for (index, (unit, size)) in steps.enumerated() where Double(bytes) >= size {
             let value = Double(bytes) / size
             let rounded = (value * 10).rounded() / 10
+            if rounded >= 1024, index > 0 { return "1\(steps[index - 1].0)" }
             if rounded == rounded.rounded() { return "\(Int(rounded))\(unit)" }
             return "\(rounded)\(unit)"
         }

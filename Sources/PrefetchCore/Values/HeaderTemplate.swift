@@ -47,8 +47,11 @@ public struct HeaderTemplate: Sendable, Hashable {
         var index = 0
         while index < chars.count {
             let c = chars[index]
-            if c == "\r" || c == "\n" || c == "\0" || c == "\r\n" {
+            if c == "\r" || c == "\n" || c == "\r\n" || c == "\0" {
                 throw ValueError("a header value cannot contain line breaks or NUL", at: index)
+            }
+            if let scalar = c.unicodeScalars.first, c != "\t", scalar.value < 0x20 || scalar.value == 0x7f {
+                throw ValueError("a header value cannot contain control characters (RFC 9110 §5.5)", at: index)
             }
             if c == "$", index + 1 < chars.count, chars[index + 1] == "{" {
                 guard let close = chars[(index + 2)...].firstIndex(of: "}") else {

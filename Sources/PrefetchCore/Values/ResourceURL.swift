@@ -67,10 +67,12 @@ public struct ResourceURL: Sendable, Hashable, CustomStringConvertible {
             host = String(authority[..<hostEnd])
             let portText = authority[authority.index(after: hostEnd)...]
             let portOffset = authorityOffset + authority.distance(from: authority.startIndex, to: hostEnd) + 1
-            guard let number = Int(portText), portText.allSatisfy({ $0.isASCII && $0.isNumber }), (1...65535).contains(number) else {
-                throw ValueError("the port must be a number from 1 to 65535", at: portOffset)
+            if !portText.isEmpty {  // `host:` means the default port (RFC 3986 §3.2.3)
+                guard let number = Int(portText), portText.allSatisfy({ $0.isASCII && $0.isNumber }), (1...65535).contains(number) else {
+                    throw ValueError("the port must be a number from 1 to 65535", at: portOffset)
+                }
+                port = number
             }
-            port = number
         }
         guard !host.isEmpty else { throw ValueError("the URL has no host", at: authorityOffset) }
         let tail = rest[authorityEnd...]

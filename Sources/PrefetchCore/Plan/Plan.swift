@@ -1,0 +1,90 @@
+/// The states of SPEC §2, in precedence order (the first that applies wins).
+public enum ResourceStatus: String, Sendable, CaseIterable {
+    case expired, failed, backoff, fresh, deferred, waiting, due
+}
+
+/// One resource's row in the plan.
+public struct PlanItem: Sendable, Equatable {
+    public var feed: String
+    public var path: String
+    /// The URL with query values elided.
+    public var url: String
+    public var status: ResourceStatus
+    /// A short fixed phrase (see the README's list).
+    public var reason: String
+    /// When the state changes next; nil for due, waiting and expired.
+    public var next: Int64?
+    /// Expected total bytes, when known.
+    public var bytes: UInt64?
+    /// Bytes still to transfer, when known.
+    public var remaining: UInt64?
+    public var priority: Priority
+    /// When the window this due work runs in closes; nil when it never does.
+    public var windowEnd: Int64?
+    /// For due work: when it should finish at the recorded throughput.
+    public var estimatedFinish: Int64?
+    /// For due work: false when it is not expected to finish before its window closes.
+    public var fits: Bool?
+    /// The last error, for failed and backoff.
+    public var error: String?
+}
+
+/// A feed's header in the plan.
+public struct FeedPlan: Sendable {
+    public var name: String
+    public var zoneName: String
+    public var clock: ZoneClock
+    public var schedule: String?
+    public var windows: [TimeWindow]
+    public var days: Set<Weekday>?
+    /// The next five releases after the evaluation time, before jitter.
+    public var nextReleases: [Int64]
+    /// The release in force, if any.
+    public var currentRelease: Int64?
+    public var jitter: TimeSpan
+    public var jitterOffset: Int64
+    /// True when transfers may run now (window open, jitter passed).
+    public var windowOpen: Bool
+    /// Condition checks that hold (true) or block (false) for this feed now.
+    public var holds: [(name: String, ok: Bool)]
+    public var items: [PlanItem]
+}
+
+/// The whole plan: feeds with their rows, and the due work in execution order.
+public struct Plan: Sendable {
+    public var now: Int64
+    public var feeds: [FeedPlan]
+    public var conditions: ConditionSnapshot
+    public var machineID: MachineID?
+    /// Throughput the estimates use, bytes per second, and whether it was measured.
+    public var throughput: Double
+    public var throughputMeasured: Bool
+    /// Keys of due items in the order a run would start them.
+    public var order: [ResourceKey]
+
+    /// Items in the given state, over all feeds.
+    public func items(_ status: ResourceStatus) -> [PlanItem] {
+        feeds.flatMap { $0.items.filter { $0.status == status } }
+    }
+}
+
+/// Everything the planner needs; it reads nothing else (no clock, no files, no network).
+public struct PlanInput: Sendable {
+    public var feeds: [Feed]
+    public var state: StateSnapshot
+    /// Resources whose final file is in the cache.
+    public var cached: Set<ResourceKey>
+    public var conditions: ConditionSnapshot
+    public var now: Int64
+    public var machineID: MachineID?
+
+    public init(feeds: [Feed], state: StateSnapshot = StateSnapshot(), cached: Set<ResourceKey> = [],
+                conditions: ConditionSnapshot = ConditionSnapshot(), now: Int64, machineID: MachineID? = nil) {
+        self.feeds = feeds
+        self.state = state
+        self.cached = cached
+        self.conditions = conditions
+        self.now = now
+        self.machineID = machineID
+    }
+}

@@ -1,0 +1,210 @@
+/// Turns feeds, recorded state, conditions and a moment into a plan: a pure function.
+public enum Planner {
+    /// Throughput assumed before any run has measured one: 4 MiB/s.
+    public static let defaultThroughput: Double = 4 * 1_048_576
+
+    public static func plan(_ input: PlanInput) -> Plan {
+        let now = input.now
+        var feedPlans: [FeedPlan] = []
+        for feed in input.feeds {
+            feedPlans.append(planFeed(feed, input: input))
+        }
+        var plan = Plan(now: now, feeds: feedPlans, conditions: input.conditions, machineID: input.machineID,
+                        throughput: input.state.throughput ?? defaultThroughput,
+                        throughputMeasured: input.state.throughput != nil, order: [])
+        orderDueWork(&plan, input: input)
+        return plan
+    }
+
+    // MARK: One feed
+
+    static func planFeed(_ feed: Feed, input: PlanInput) -> FeedPlan {
+        let now = input.now
+        let timing = FeedTiming(feed, machineID: input.machineID?.value)
+        let feedState = input.state.feeds[feed.name]
+        let release = timing.currentRelease(at: now, state: feedState)
+        let gate = timing.gate(for: release)
+        let nextRelease = timing.nextReleases(after: now, count: 1, state: feedState).first
+        let nextGate = nextRelease.map { timing.gate(for: $0) ?? $0 }
+        let open = timing.windows.interval(containing: now)
+        let blocked = conditionBlocks(feed, conditions: input.conditions, state: input.state, now: now, clock: timing.clock)
+
+        var items: [PlanItem] = []
+        items.reserveCapacity(feed.resources.count)
+        for resource in feed.resources {
+            let key = ResourceKey(feed: feed.name, path: resource.path)
+            let state = input.state.resources[key]
+            let cached = input.cached.contains(key)
+            let urlHash = ResourceURL.hash(of: resource.url)
+            let bytes = resource.size ?? (cached ? state?.length : nil) ?? state?.partial?.totalLength
+            var item = PlanItem(feed: feed.name, path: resource.path, url: resource.url.redacted, status: .due,
+                                reason: "", next: nil, bytes: bytes, remaining: bytes, priority: resource.priority,
+                                windowEnd: nil, estimatedFinish: nil, fits: nil, error: nil)
+
+            // expired
+            if let expires = resource.expires, expires <= now {
+                item.status = .expired
+                item.reason = "expired"
+                item.remaining = 0
+                items.append(item)
+                continue
+            }
+            // failed / backoff: only failures of the release in force count
+            if let state, state.failures > 0 || state.permanentFailure, let failedIn = state.failureRelease,
+               failedIn == (release ?? failedIn), state.urlHash == urlHash {
+                item.error = state.lastError
+                if state.permanentFailure || state.failures >= feed.retry.attempts {
+                    item.status = .failed
+                    item.reason = state.permanentFailure ? "permanent error" : "gave up after \(state.failures) attempts"
+                    item.next = nextGate
+                    items.append(item)
+                    continue
+                }
+                if let retry = state.nextRetry, retry > now {
+                    item.status = .backoff
+                    item.reason = "attempt \(state.failures) of \(feed.retry.attempts) failed"
+                    item.next = retry
+                    items.append(item)
+                    continue
+                }
+            }
+            // fresh
+            let validated = (cached && state?.urlHash == urlHash) ? state?.validatedAt : nil
+            if let validated {
+                let beforeRelease = release.map { validated < $0 } ?? (timing.mode == .afterPrevious && feedState == nil)
+                let age = now - validated
+                if !(beforeRelease && age > feed.refresh.seconds) {
+                    item.status = .fresh
+                    item.reason = "fresh"
+                    item.remaining = 0
+                    let byAge = validated + feed.refresh.seconds + 1
+                    item.next = beforeRelease ? byAge : max(nextGate ?? byAge, byAge)
+                    items.append(item)
+                    continue
+                }
+            }
+            // Work to do in this release: how much is left.
+            if let partial = state?.partial, partial.urlHash == urlHash, let total = bytes, partial.syncedOffset <= total {
+                item.remaining = total - partial.syncedOffset
+            }
+            let dueReason = !cached ? (state?.partial != nil ? "resume" : "not cached") : "stale"
+            // deferred: embargo, window, jitter
+            let earliest = max(now, gate ?? now, resource.notBefore ?? now)
+            if let notBefore = resource.notBefore, notBefore > now {
+                item.status = .deferred
+                item.reason = "embargo"
+                item.next = timing.opportunity(atOrAfter: earliest)
+            } else if open == nil {
+                item.status = .deferred
+                item.reason = timing.inWindowJitter(at: now) ? "jitter" : "window closed"
+                item.next = timing.opportunity(atOrAfter: earliest)
+            } else if let gate, gate > now {
+                item.status = .deferred
+                item.reason = "jitter"
+                item.next = timing.opportunity(atOrAfter: gate)
+            } else if let block = blocked.first(where: { !$0.ok }) {
+                item.status = .waiting
+                item.reason = block.reason
+            } else if let budgetBlock = meteredBudgetBlock(feed, remaining: item.remaining, input: input, clock: timing.clock) {
+                item.status = .waiting
+                item.reason = budgetBlock
+            } else {
+                item.status = .due
+                item.reason = dueReason
+                item.windowEnd = open.flatMap { $0.close == Int64.max ? nil : $0.close }
+            }
+            items.append(item)
+        }
+        return FeedPlan(name: feed.name, zoneName: feed.timeZoneName, clock: timing.clock,
+                        schedule: feed.schedule?.source, windows: feed.windows, days: feed.days,
+                        nextReleases: timing.nextReleases(after: now, count: 5, state: feedState),
+                        currentRelease: release, jitter: feed.jitter, jitterOffset: timing.jitterOffset,
+                        windowOpen: open != nil && (gate ?? now) <= now,
+                        holds: blocked.map { (name: $0.name, ok: $0.ok) }, items: items)
+    }
+
+    /// The feed-wide condition checks, each holding or not, with the waiting reason.
+    static func conditionBlocks(_ feed: Feed, conditions c: ConditionSnapshot, state: StateSnapshot, now: Int64,
+                                clock: ZoneClock) -> [(name: String, ok: Bool, reason: String)] {
+        var checks: [(name: String, ok: Bool, reason: String)] = []
+        if feed.conditions.network == .unmetered {
+            checks.append(("network", !c.metered, "network metered"))
+        }
+        if feed.conditions.power == .ac {
+            checks.append(("power", c.onAC, "on battery"))
+        }
+        if feed.conditions.minBattery > 0, !c.onAC, let level = c.batteryLevel {
+            checks.append(("battery", level >= feed.conditions.minBattery, "battery \(level)% < \(feed.conditions.minBattery)%"))
+        }
+        return checks
+    }
+
+    /// `metered budget used` when a metered link's daily budget does not cover this transfer.
+    static func meteredBudgetBlock(_ feed: Feed, remaining: UInt64?, input: PlanInput, clock: ZoneClock) -> String? {
+        guard input.conditions.metered, let budget = feed.conditions.meteredBudget else { return nil }
+        let used = input.state.meteredBytes[MeteredDay(feed: feed.name, day: localDay(input.now, clock: clock))] ?? 0
+        if used >= budget.bytes { return "metered budget used" }
+        if let remaining, used + remaining > budget.bytes { return "metered budget used" }
+        return nil
+    }
+
+    /// `YYYY-MM-DD` of `instant` in the feed's zone: the day metered budgets count in.
+    public static func localDay(_ instant: Int64, clock: ZoneClock) -> String {
+        let c = clock.civil(at: instant)
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(c.year)-\(two(c.month))-\(two(c.day))"
+    }
+
+    // MARK: Across feeds
+
+    /// Orders due work (priority, earliest window end, smallest size), holds back what would
+    /// break `min_free_space`, and estimates finish times at the recorded throughput.
+    static func orderDueWork(_ plan: inout Plan, input: PlanInput) {
+        var due: [(feed: Int, item: Int)] = []
+        for (f, feedPlan) in plan.feeds.enumerated() {
+            for (i, item) in feedPlan.items.enumerated() where item.status == .due { due.append((f, i)) }
+        }
+        due.sort { a, b in
+            let x = plan.feeds[a.feed].items[a.item], y = plan.feeds[b.feed].items[b.item]
+            if x.priority != y.priority { return x.priority < y.priority }
+            let xe = x.windowEnd ?? Int64.max, ye = y.windowEnd ?? Int64.max
+            if xe != ye { return xe < ye }
+            let xs = x.remaining ?? UInt64.max, ys = y.remaining ?? UInt64.max
+            if xs != ys { return xs < ys }
+            return (x.feed, x.path) < (y.feed, y.path)
+        }
+        let feedsByName = Dictionary(input.feeds.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        var committed: UInt64 = 0
+        var elapsed: Double = 0
+        for slot in due {
+            var item = plan.feeds[slot.feed].items[slot.item]
+            let remaining = item.remaining ?? 0
+            let minimum = feedsByName[item.feed]?.conditions.minFreeSpace?.bytes ?? 0
+            if let free = input.conditions.freeBytes {
+                let have = free > committed ? free - committed : 0
+                let need = minimum + remaining
+                if have < need {
+                    item.status = .waiting
+                    item.reason = "free space \(ByteSize.format(have)) < \(ByteSize.format(need))"
+                    item.windowEnd = nil
+                    plan.feeds[slot.feed].items[slot.item] = item
+                    continue
+                }
+            }
+            committed += remaining
+            elapsed += Double(remaining) / plan.throughput
+            let finish = plan.now + Int64(elapsed.rounded(.up))
+            item.estimatedFinish = finish
+            item.fits = item.windowEnd.map { finish <= $0 } ?? true
+            plan.feeds[slot.feed].items[slot.item] = item
+            plan.order.append(ResourceKey(feed: item.feed, path: item.path))
+        }
+    }
+}
+
+extension ResourceURL {
+    /// SHA-256 of the URL as written: notices a changed URL without storing query values.
+    public static func hash(of url: ResourceURL) -> String {
+        SHA256.hex(SHA256.digest(Array(url.text.utf8)))
+    }
+}

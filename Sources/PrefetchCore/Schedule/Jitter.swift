@@ -1,0 +1,97 @@
+internal import CCrypto
+
+/// The machine id that spreads a fleet's load, and where it came from.
+public struct MachineID: Sendable, Equatable {
+    public var value: String
+    /// `PREFETCH_MACHINE_ID`, `config machine_id`, `/etc/machine-id` or `/var/lib/dbus/machine-id`.
+    public var source: String
+
+    public init(value: String, source: String) {
+        self.value = value
+        self.source = source
+    }
+
+    /// The id in SPEC §1's order: the environment, the config, then the two system files.
+    /// Nil when none is set (jitter is then 0 and `plan` says so).
+    public static func find(environment: [String: String], config: Config,
+                            files: [String] = ["/etc/machine-id", "/var/lib/dbus/machine-id"]) -> MachineID? {
+        if let value = environment["PREFETCH_MACHINE_ID"]?.trimmingSpaces(), !value.isEmpty {
+            return MachineID(value: value, source: "PREFETCH_MACHINE_ID")
+        }
+        if let value = config.machineID { return MachineID(value: value, source: "config machine_id") }
+        for file in files {
+            if case .success(let bytes) = FileSystem.readFile(file) {
+                let value = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: " \t\r\n")
+                if !value.isEmpty { return MachineID(value: value, source: file) }
+            }
+        }
+        return nil
+    }
+}
+
+/// SPEC §1's jitter: SHA-256 of `ID + "\n" + FEED`, first 8 bytes as a big-endian unsigned
+/// integer, modulo the jitter in seconds.
+public enum Jitter {
+    public static func offset(machineID: String?, feed: String, jitter: TimeSpan) -> Int64 {
+        guard let machineID, jitter.seconds > 0 else { return 0 }
+        let digest = SHA256.digest(Array((machineID + "\n" + feed).utf8))
+        var value: UInt64 = 0
+        for byte in digest.prefix(8) { value = value << 8 | UInt64(byte) }
+        return Int64(value % UInt64(jitter.seconds))
+    }
+}
+
+/// SHA-256 through OpenSSL's libcrypto (EVP), incremental or in one call.
+public final class SHA256 {
+    private let context: OpaquePointer
+
+    public init() {
+        context = EVP_MD_CTX_new()
+        EVP_DigestInit_ex(context, EVP_sha256(), nil)
+    }
+
+    deinit {
+        EVP_MD_CTX_free(context)
+    }
+
+    /// Adds bytes to the digest.
+    public func update(_ bytes: UnsafeRawBufferPointer) {
+        EVP_DigestUpdate(context, bytes.baseAddress, bytes.count)
+    }
+
+    /// The 32-byte digest; the object must not be used afterwards.
+    public func finish() -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        EVP_DigestFinal_ex(context, &out, &length)
+        return out
+    }
+
+    /// The digest of `bytes`.
+    public static func digest(_ bytes: [UInt8]) -> [UInt8] {
+        let hasher = SHA256()
+        bytes.withUnsafeBytes { hasher.update($0) }
+        return hasher.finish()
+    }
+
+    /// Lowercase hex of a digest.
+    public static func hex(_ digest: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(digest.count * 2)
+        for byte in digest {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0xf)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+extension String {
+    func trimmingCharacters(in set: String) -> String {
+        var view = Substring(self)
+        while let first = view.first, set.contains(first) { view = view.dropFirst() }
+        while let last = view.last, set.contains(last) { view = view.dropLast() }
+        return String(view)
+    }
+}

@@ -1,0 +1,152 @@
+internal import CSQLite
+
+/// An SQLite error with the library's message.
+public struct SQLiteError: Error, Sendable, CustomStringConvertible {
+    public let code: Int32
+    public let message: String
+    public var description: String { message }
+}
+
+/// One SQLite connection; owns the `sqlite3` handle (closed in `deinit`).
+final class SQLiteConnection {
+    private let handle: OpaquePointer
+
+    /// Opens `path`. Read-only connections never create the file.
+    init(path: String, readOnly: Bool) throws(SQLiteError) {
+        var db: OpaquePointer?
+        let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        let status = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, nil)
+        guard status == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open \(path)"
+            if let db { sqlite3_close(db) }
+            throw SQLiteError(code: status, message: message)
+        }
+        handle = db
+        sqlite3_busy_timeout(db, 5_000)
+    }
+
+    deinit {
+        sqlite3_close_v2(handle)
+    }
+
+    /// Runs one or more statements that return no rows.
+    func execute(_ sql: String) throws(SQLiteError) {
+        var errorMessage: UnsafeMutablePointer<CChar>?
+        let status = sqlite3_exec(handle, sql, nil, nil, &errorMessage)
+        if status != SQLITE_OK {
+            let message = errorMessage.map { String(cString: $0) } ?? "SQLite error \(status)"
+            sqlite3_free(errorMessage)
+            throw SQLiteError(code: status, message: message)
+        }
+    }
+
+    /// A prepared statement.
+    func prepare(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+        var statement: OpaquePointer?
+        let status = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
+        guard status == SQLITE_OK, let statement else { throw error(status) }
+        return SQLiteStatement(statement, connection: self)
+    }
+
+    /// Runs `sql` with `values` bound to its `?` parameters.
+    func run(_ sql: String, _ values: [SQLiteValue]) throws(SQLiteError) {
+        let statement = try prepare(sql)
+        try statement.bind(values)
+        while try statement.step() {}
+    }
+
+    /// Runs `body` in a transaction (committed when it returns, rolled back when it throws).
+    func transaction<T>(_ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// `PRAGMA user_version`: the schema version.
+    var userVersion: Int {
+        get throws(SQLiteError) {
+            let statement = try prepare("PRAGMA user_version")
+            _ = try statement.step()
+            return Int(statement.int(0) ?? 0)
+        }
+    }
+
+    func error(_ status: Int32) -> SQLiteError {
+        SQLiteError(code: status, message: String(cString: sqlite3_errmsg(handle)))
+    }
+}
+
+/// A value bound to a statement parameter.
+enum SQLiteValue {
+    case null
+    case int(Int64)
+    case text(String)
+    case real(Double)
+
+    static func optional(_ value: Int64?) -> SQLiteValue { value.map { .int($0) } ?? .null }
+    static func optional(_ value: UInt64?) -> SQLiteValue { value.map { .int(Int64(bitPattern: $0)) } ?? .null }
+    static func optional(_ value: String?) -> SQLiteValue { value.map { .text($0) } ?? .null }
+}
+
+/// A prepared statement; finalized in `deinit`.
+final class SQLiteStatement {
+    private let handle: OpaquePointer
+    private let connection: SQLiteConnection
+
+    init(_ handle: OpaquePointer, connection: SQLiteConnection) {
+        self.handle = handle
+        self.connection = connection
+    }
+
+    deinit {
+        sqlite3_finalize(handle)
+    }
+
+    /// SQLite copies bound text at once (`SQLITE_TRANSIENT`).
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+    func bind(_ values: [SQLiteValue]) throws(SQLiteError) {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+        for (offset, value) in values.enumerated() {
+            let index = Int32(offset + 1)
+            let status: Int32
+            switch value {
+            case .null: status = sqlite3_bind_null(handle, index)
+            case .int(let n): status = sqlite3_bind_int64(handle, index, n)
+            case .real(let d): status = sqlite3_bind_double(handle, index, d)
+            case .text(let s): status = sqlite3_bind_text(handle, index, s, -1, Self.transient)
+            }
+            if status != SQLITE_OK { throw connection.error(status) }
+        }
+    }
+
+    /// Advances to the next row; false when done.
+    func step() throws(SQLiteError) -> Bool {
+        let status = sqlite3_step(handle)
+        switch status {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default: throw connection.error(status)
+        }
+    }
+
+    func int(_ column: Int32) -> Int64? {
+        sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : sqlite3_column_int64(handle, column)
+    }
+
+    func real(_ column: Int32) -> Double? {
+        sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : sqlite3_column_double(handle, column)
+    }
+
+    func text(_ column: Int32) -> String? {
+        guard let pointer = sqlite3_column_text(handle, column) else { return nil }
+        return String(cString: pointer)
+    }
+}

@@ -1,0 +1,110 @@
+/// What the planner knows from past runs: a plain value read from state.db in one go.
+public struct StateSnapshot: Sendable {
+    public var feeds: [String: FeedState] = [:]
+    /// Per resource, keyed by feed and path.
+    public var resources: [ResourceKey: ResourceState] = [:]
+    /// Bytes a feed moved over metered links, keyed by feed and local day (`YYYY-MM-DD`).
+    public var meteredBytes: [MeteredDay: UInt64] = [:]
+    /// Median transfer throughput of recent runs, bytes per second; nil before any.
+    public var throughput: Double?
+
+    public init() {}
+}
+
+/// A resource's identity in the cache.
+public struct ResourceKey: Sendable, Hashable {
+    public var feed: String
+    public var path: String
+
+    public init(feed: String, path: String) {
+        self.feed = feed
+        self.path = path
+    }
+}
+
+/// A feed's metered usage on one local day.
+public struct MeteredDay: Sendable, Hashable {
+    public var feed: String
+    public var day: String
+
+    public init(feed: String, day: String) {
+        self.feed = feed
+        self.day = day
+    }
+}
+
+/// Per feed: its releases and outcome.
+public struct FeedState: Sendable, Equatable {
+    /// Nominal start of the last release a run worked on.
+    public var lastRelease: Int64?
+    /// When that release finished (nothing due, waiting or in backoff).
+    public var lastReleaseFinished: Int64?
+    public var lastSuccess: Int64?
+    public var lastError: String?
+
+    public init(lastRelease: Int64? = nil, lastReleaseFinished: Int64? = nil, lastSuccess: Int64? = nil, lastError: String? = nil) {
+        self.lastRelease = lastRelease
+        self.lastReleaseFinished = lastReleaseFinished
+        self.lastSuccess = lastSuccess
+        self.lastError = lastError
+    }
+}
+
+/// HTTP validators of one version of a resource.
+public struct Validators: Sendable, Equatable {
+    public var etag: String?
+    public var lastModified: String?
+
+    public init(etag: String? = nil, lastModified: String? = nil) {
+        self.etag = etag
+        self.lastModified = lastModified
+    }
+}
+
+/// Per resource: the placed copy, the partial, and the failure record.
+public struct ResourceState: Sendable, Equatable {
+    /// SHA-256 of the URL the copy came from (query values are never stored).
+    public var urlHash: String
+    /// Validators of the placed copy; recorded only for a version that passed every check.
+    public var validators = Validators()
+    /// Length of the placed copy.
+    public var length: UInt64?
+    public var sha256: String?
+    public var placedAt: Int64?
+    /// Last time the copy was confirmed current (placed, or a 304).
+    public var validatedAt: Int64?
+    public var lastSuccess: Int64?
+    public var lastError: String?
+    /// Consecutive failures since the last success, within `failureRelease`.
+    public var failures = 0
+    /// The release the failures belong to; attempts start again at each release.
+    public var failureRelease: Int64?
+    /// A permanent error (404, 410, 401, 403, TLS, redirect loop): failed until the next release.
+    public var permanentFailure = false
+    public var nextRetry: Int64?
+    /// A partial download, if any.
+    public var partial: PartialState?
+
+    public init(urlHash: String) {
+        self.urlHash = urlHash
+    }
+}
+
+/// An in-progress download in `.prefetch/partial/`.
+public struct PartialState: Sendable, Equatable {
+    public var urlHash: String
+    /// The partial's own validators, for `If-Range`.
+    public var validators: Validators
+    public var totalLength: UInt64?
+    /// Bytes known to be on disk (recorded after an fsync).
+    public var syncedOffset: UInt64
+    public var updatedAt: Int64
+
+    public init(urlHash: String, validators: Validators, totalLength: UInt64?, syncedOffset: UInt64, updatedAt: Int64) {
+        self.urlHash = urlHash
+        self.validators = validators
+        self.totalLength = totalLength
+        self.syncedOffset = syncedOffset
+        self.updatedAt = updatedAt
+    }
+}
