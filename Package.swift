@@ -27,7 +27,7 @@ let package = Package(
 
         // Tests.
         .testTarget(name: "PrefetchCoreTests", dependencies: ["PrefetchCore"], exclude: ["Fixtures"]),
-        .testTarget(name: "PrefetchEndToEndTests", dependencies: ["prefetch", "PrefetchCore"]),
+        .testTarget(name: "PrefetchEndToEndTests", dependencies: ["prefetch", "PrefetchCore"], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -6,17 +6,22 @@ public struct Console: Sendable {
     public var err: @Sendable (String) -> Void
     /// True when stderr is a terminal that takes colour (not `NO_COLOR`, not `TERM=dumb`).
     public var colorErrors: Bool
+    /// The same for stdout.
+    public var colorOut: Bool
 
-    public init(out: @escaping @Sendable (String) -> Void, err: @escaping @Sendable (String) -> Void, colorErrors: Bool = false) {
+    public init(out: @escaping @Sendable (String) -> Void, err: @escaping @Sendable (String) -> Void,
+                colorErrors: Bool = false, colorOut: Bool = false) {
         self.out = out
         self.err = err
         self.colorErrors = colorErrors
+        self.colorOut = colorOut
     }
 
     /// The process's own stdout and stderr.
     public static func standard(environment: [String: String]) -> Console {
-        let color = isatty(2) == 1 && environment["NO_COLOR"] == nil && environment["TERM"] != "dumb"
-        return Console(out: { FileSystem.writeAll(1, $0) }, err: { FileSystem.writeAll(2, $0) }, colorErrors: color)
+        let allowed = environment["NO_COLOR"] == nil && environment["TERM"] != "dumb"
+        return Console(out: { FileSystem.writeAll(1, $0) }, err: { FileSystem.writeAll(2, $0) },
+                       colorErrors: allowed && isatty(2) == 1, colorOut: allowed && isatty(1) == 1)
     }
 
     /// Prints diagnostics as a compiler would, quoting source lines when known.

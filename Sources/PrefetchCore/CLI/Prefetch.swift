@@ -51,6 +51,8 @@ public enum Prefetch {
         switch spec.name {
         case "validate":
             code = ValidateCommand.run(context)
+        case "plan":
+            code = PlanCommand.run(context)
         default:
             console.err("prefetch: '\(spec.name)' is not available yet in prefetch \(HelpText.version); see 'prefetch help'\n")
             code = .usage

@@ -115,9 +115,13 @@ public enum DiskProbe {
         while true {
             var info = statvfs()
             if statvfs(candidate, &info) == 0 { return UInt64(info.f_bavail) * UInt64(info.f_frsize) }
-            let parent = (candidate as NSString).deletingLastPathComponent
-            if parent == candidate || parent.isEmpty { return nil }
-            candidate = parent
+            guard candidate != "/" && candidate != "." else { return nil }
+            let trimmed = candidate.hasSuffix("/") ? String(candidate.dropLast()) : candidate
+            if let slash = trimmed.lastIndex(of: "/") {
+                candidate = slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
+            } else {
+                candidate = "."
+            }
         }
     }
 }

@@ -13,6 +13,19 @@ public enum Planner {
                         throughput: input.state.throughput ?? defaultThroughput,
                         throughputMeasured: input.state.throughput != nil, order: [])
         orderDueWork(&plan, input: input)
+        // Rows: due work first in the order a run starts it, then by state, then manifest order.
+        let position = Dictionary(plan.order.enumerated().map { ($0.element, $0.offset) }, uniquingKeysWith: { a, _ in a })
+        let rank: [ResourceStatus: Int] = [.due: 0, .waiting: 1, .deferred: 2, .backoff: 3, .failed: 4, .fresh: 5, .expired: 6]
+        for index in plan.feeds.indices {
+            plan.feeds[index].items = plan.feeds[index].items.enumerated().sorted { a, b in
+                let x = a.element, y = b.element
+                if x.status != y.status { return rank[x.status]! < rank[y.status]! }
+                if x.status == .due {
+                    return position[ResourceKey(feed: x.feed, path: x.path)] ?? 0 < position[ResourceKey(feed: y.feed, path: y.path)] ?? 0
+                }
+                return a.offset < b.offset
+            }.map(\.element)
+        }
         return plan
     }
 
@@ -73,11 +86,11 @@ public enum Planner {
             if let validated {
                 let beforeRelease = release.map { validated < $0 } ?? (timing.mode == .afterPrevious && feedState == nil)
                 let age = now - validated
-                if !(beforeRelease && age > feed.refresh.seconds) {
+                if !(beforeRelease && age >= feed.refresh.seconds) {
                     item.status = .fresh
                     item.reason = "fresh"
                     item.remaining = 0
-                    let byAge = validated + feed.refresh.seconds + 1
+                    let byAge = validated + feed.refresh.seconds
                     item.next = beforeRelease ? byAge : max(nextGate ?? byAge, byAge)
                     items.append(item)
                     continue

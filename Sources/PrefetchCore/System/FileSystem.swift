@@ -79,6 +79,12 @@ public enum FileSystem {
         }
     }
 
+    /// True when `path` is a regular file and not a symlink (`lstat`).
+    public static func isRegularFileNoFollow(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+    }
+
     /// The names in a folder, sorted bytewise, without `.` and `..`.
     public static func listDirectory(_ path: String) -> Result<[String], Errno> {
         guard let dir = opendir(path) else { return .failure(.current) }

@@ -19,7 +19,8 @@ public struct TimeSpan: Sendable, Hashable, Comparable, CustomStringConvertible 
     private static let units: [(Character, Int64)] = [("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)]
 
     /// Parses the manifest syntax: one or more `<digits><unit>` groups, units `d h m s`
-    /// in that order, each at most once. With `signed`, a leading `+` or `-` is allowed.
+    /// in that order, each at most once. With `signed`, a leading `+` or `-` is allowed
+    /// (no sign means `+`).
     public static func parse(_ text: String, signed: Bool = false) throws(ValueError) -> TimeSpan {
         let chars = Array(text)
         var index = 0

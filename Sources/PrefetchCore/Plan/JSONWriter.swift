@@ -1,0 +1,69 @@
+/// Builds one JSON object as a line, fields in the order they are added.
+struct JSONObject {
+    private var text = "{"
+    private var first = true
+
+    private mutating func key(_ name: String) {
+        text += first ? "" : ","
+        first = false
+        text += JSONObject.quote(name) + ":"
+    }
+
+    mutating func add(_ name: String, _ value: String?) {
+        key(name)
+        text += value.map(JSONObject.quote) ?? "null"
+    }
+
+    mutating func add(_ name: String, _ value: Int64?) {
+        key(name)
+        text += value.map { "\($0)" } ?? "null"
+    }
+
+    mutating func add(_ name: String, _ value: UInt64?) {
+        key(name)
+        text += value.map { "\($0)" } ?? "null"
+    }
+
+    mutating func add(_ name: String, _ value: Bool?) {
+        key(name)
+        text += value.map { $0 ? "true" : "false" } ?? "null"
+    }
+
+    mutating func add(_ name: String, _ value: Double?) {
+        key(name)
+        text += value.map { $0.isFinite ? String(format: "%.1f", $0) : "null" } ?? "null"
+    }
+
+    mutating func add(_ name: String, strings: [String]) {
+        key(name)
+        text += "[" + strings.map(JSONObject.quote).joined(separator: ",") + "]"
+    }
+
+    mutating func add(_ name: String, object: JSONObject) {
+        key(name)
+        text += object.line
+    }
+
+    /// The object, without a newline.
+    var line: String { text + "}" }
+
+    static func quote(_ string: String) -> String {
+        var out = "\""
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
+
+import Foundation

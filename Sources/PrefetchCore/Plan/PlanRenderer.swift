@@ -1,0 +1,221 @@
+/// Prints a plan as aligned text (colour only on a terminal) or as JSON lines (SPEC §2).
+public struct PlanRenderer {
+    public var color = false
+
+    public init(color: Bool = false) {
+        self.color = color
+    }
+
+    // MARK: JSON
+
+    /// One object per line: a `feed` line, its `resource` lines, and a final `total`.
+    public func json(_ plan: Plan) -> String {
+        var out = ""
+        for feed in plan.feeds {
+            var line = JSONObject()
+            line.add("type", "feed")
+            line.add("feed", feed.name)
+            line.add("timezone", feed.zoneName)
+            line.add("schedule", feed.schedule)
+            line.add("windows", strings: feed.windows.map(\.description))
+            line.add("next_releases", strings: feed.nextReleases.map { TimeFormat.rfc3339($0, clock: feed.clock) })
+            line.add("current_release", feed.currentRelease.map { TimeFormat.rfc3339($0, clock: feed.clock) })
+            line.add("jitter_s", feed.jitterOffset)
+            line.add("jitter_max_s", feed.jitter.seconds)
+            line.add("machine_id_source", plan.machineID?.source)
+            line.add("window_open", feed.windowOpen)
+            var conditions = JSONObject()
+            conditions.add("network", plan.conditions.metered ? "metered" : "unmetered")
+            conditions.add("network_source", plan.conditions.networkSource)
+            conditions.add("power", plan.conditions.onAC ? "ac" : "battery")
+            conditions.add("battery", plan.conditions.batteryLevel.map { Int64($0) })
+            conditions.add("power_source", plan.conditions.powerSource)
+            conditions.add("free_bytes", plan.conditions.freeBytes)
+            conditions.add("free_source", plan.conditions.freeSource)
+            for check in feed.holds { conditions.add(check.name + "_ok", check.ok) }
+            line.add("conditions", object: conditions)
+            out += line.line + "\n"
+            for item in feed.items {
+                var row = JSONObject()
+                row.add("type", "resource")
+                row.add("feed", item.feed)
+                row.add("path", item.path)
+                row.add("url", item.url)
+                row.add("state", item.status.rawValue)
+                row.add("reason", item.reason)
+                row.add("next", item.next.map { TimeFormat.rfc3339($0, clock: feed.clock) })
+                row.add("bytes", item.bytes)
+                row.add("remaining", item.remaining)
+                row.add("priority", item.priority.rawValue)
+                row.add("window_end", item.windowEnd.map { TimeFormat.rfc3339($0, clock: feed.clock) })
+                row.add("eta", item.estimatedFinish.map { TimeFormat.rfc3339($0, clock: feed.clock) })
+                row.add("fits", item.fits)
+                row.add("error", item.error)
+                out += row.line + "\n"
+            }
+        }
+        var total = JSONObject()
+        total.add("type", "total")
+        let totals = Totals(plan)
+        for status in ResourceStatus.allCases {
+            total.add(status.rawValue, Int64(totals.count[status] ?? 0))
+        }
+        total.add("due_bytes", totals.bytes[.due] ?? 0)
+        total.add("due_remaining", totals.remaining[.due] ?? 0)
+        total.add("deferred_bytes", totals.bytes[.deferred] ?? 0)
+        total.add("waiting_bytes", totals.bytes[.waiting] ?? 0)
+        total.add("unknown_sizes", Int64(totals.unknownSizes))
+        total.add("not_fitting", Int64(totals.notFitting))
+        total.add("throughput_bps", plan.throughput)
+        total.add("throughput_measured", plan.throughputMeasured)
+        out += total.line + "\n"
+        return out
+    }
+
+    // MARK: Text
+
+    public func text(_ plan: Plan) -> String {
+        var out = ""
+        for feed in plan.feeds {
+            out += header(feed, plan: plan)
+            out += table(feed)
+            out += "\n"
+        }
+        out += footer(plan)
+        return out
+    }
+
+    private func header(_ feed: FeedPlan, plan: Plan) -> String {
+        var out = paint(feed.name, "1") + "  (\(feed.zoneName))\n"
+        var when: [String] = []
+        if let schedule = feed.schedule { when.append("schedule \"\(schedule)\"") }
+        if !feed.windows.isEmpty { when.append("window " + feed.windows.map(\.description).joined(separator: ", ")) }
+        if let days = feed.days { when.append("on " + Weekday.allCases.filter(days.contains).map(\.name).joined(separator: ",")) }
+        if when.isEmpty { when.append("released when the previous release finished longer than refresh ago") }
+        out += "  " + when.joined(separator: " · ") + "\n"
+        if feed.jitter.seconds > 0 {
+            if let id = plan.machineID {
+                out += "  jitter \(feed.jitter): this machine waits \(TimeSpan(seconds: feed.jitterOffset)) (machine id from \(id.source))\n"
+            } else {
+                out += "  jitter \(feed.jitter): no machine id found, so no jitter (set PREFETCH_MACHINE_ID or machine_id)\n"
+            }
+        }
+        if let current = feed.currentRelease {
+            var line = "  current release: " + TimeFormat.local(current, clock: feed.clock)
+            if feed.jitterOffset > 0, feed.schedule != nil || feed.windows.isEmpty {
+                line += ", transfers from " + TimeFormat.local(current + feed.jitterOffset, clock: feed.clock, withUTC: false)
+            }
+            out += line + "\n"
+        }
+        if feed.nextReleases.isEmpty {
+            out += "  next release: " + (feed.schedule == nil && feed.windows.isEmpty
+                                          ? "when this release finishes (+ refresh)\n" : "none\n")
+        } else {
+            out += "  next releases: " + TimeFormat.local(feed.nextReleases[0], clock: feed.clock) + "\n"
+            for release in feed.nextReleases.dropFirst() {
+                out += "                 " + TimeFormat.local(release, clock: feed.clock) + "\n"
+            }
+        }
+        let c = plan.conditions
+        var now: [String] = [feed.windowOpen ? "window open" : "window closed"]
+        func mark(_ name: String) -> String {
+            guard let check = feed.holds.first(where: { $0.name == name }) else { return "" }
+            return check.ok ? " ✓" : " ✗"
+        }
+        now.append("network \(c.metered ? "metered" : "unmetered")\(mark("network")) [\(c.networkSource)]")
+        let power = c.onAC ? "AC" : "battery" + (c.batteryLevel.map { " \($0)%" } ?? "")
+        now.append("power \(power)\(mark("power"))\(mark("battery")) [\(c.powerSource)]")
+        now.append("free " + (c.freeBytes.map { ByteSize.format($0) } ?? "unknown") + " [\(c.freeSource)]")
+        out += "  now: " + now.joined(separator: " · ") + "\n"
+        return out
+    }
+
+    private func table(_ feed: FeedPlan) -> String {
+        guard !feed.items.isEmpty else { return "  (no resources)\n" }
+        var rows: [[String]] = [["STATE", "PATH", "REASON", "NEXT", "BYTES"]]
+        rows.reserveCapacity(feed.items.count + 1)
+        for item in feed.items {
+            var next = item.next.map { TimeFormat.local($0, clock: feed.clock, withUTC: false) } ?? "-"
+            if item.status == .due, let eta = item.estimatedFinish {
+                next = "eta " + TimeFormat.local(eta, clock: feed.clock, withUTC: false)
+                if item.fits == false { next += " (after the window closes)" }
+            }
+            var bytes = item.bytes.map { ByteSize.format($0) } ?? "?"
+            if let remaining = item.remaining, let total = item.bytes, remaining != total, item.status != .fresh, item.status != .expired {
+                bytes += " (\(ByteSize.format(remaining)) left)"
+            }
+            rows.append([item.status.rawValue, item.path, item.reason, next, bytes])
+        }
+        var widths = [Int](repeating: 0, count: 5)
+        for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
+        var out = ""
+        for (index, row) in rows.enumerated() {
+            var line = "  "
+            for (i, cell) in row.enumerated() {
+                let padded = i == 4 ? cell : cell + String(repeating: " ", count: widths[i] - cell.count) + "  "
+                if index > 0, i == 0, let status = ResourceStatus(rawValue: cell) {
+                    line += paint(padded, Self.colors[status] ?? "0")
+                } else {
+                    line += padded
+                }
+            }
+            out += line + "\n"
+        }
+        return out
+    }
+
+    private static let colors: [ResourceStatus: String] = [
+        .due: "32", .waiting: "33", .deferred: "36", .fresh: "2", .backoff: "33", .failed: "31", .expired: "2",
+    ]
+
+    private func footer(_ plan: Plan) -> String {
+        let totals = Totals(plan)
+        func part(_ status: ResourceStatus) -> String? {
+            let count = totals.count[status] ?? 0
+            guard count > 0 || status == .due else { return nil }
+            var text = "\(status.rawValue) \(count)"
+            if [.due, .waiting, .deferred].contains(status) {
+                text += " (" + ByteSize.format(totals.bytes[status] ?? 0)
+                if status == .due, let remaining = totals.remaining[.due], remaining != totals.bytes[.due] {
+                    text += ", \(ByteSize.format(remaining)) to transfer"
+                }
+                text += ")"
+            }
+            return text
+        }
+        var out = "total: " + ResourceStatus.allCases.reversed().compactMap(part).joined(separator: " · ") + "\n"
+        if totals.unknownSizes > 0 {
+            out += "\(totals.unknownSizes) resource\(totals.unknownSizes == 1 ? "" : "s") of unknown size not counted in bytes\n"
+        }
+        if totals.notFitting > 0 {
+            out += "\(totals.notFitting) due resource\(totals.notFitting == 1 ? "" : "s") may not finish before the window closes"
+            out += " (at \(ByteSize.format(UInt64(plan.throughput)))/s, \(plan.throughputMeasured ? "measured by past runs" : "assumed before any run"))\n"
+        }
+        return out
+    }
+
+    private func paint(_ text: String, _ code: String) -> String {
+        color ? "\u{1b}[\(code)m\(text)\u{1b}[0m" : text
+    }
+
+    /// Counts and byte sums per state.
+    struct Totals {
+        var count: [ResourceStatus: Int] = [:]
+        var bytes: [ResourceStatus: UInt64] = [:]
+        var remaining: [ResourceStatus: UInt64] = [:]
+        var unknownSizes = 0
+        var notFitting = 0
+
+        init(_ plan: Plan) {
+            for feed in plan.feeds {
+                for item in feed.items {
+                    count[item.status, default: 0] += 1
+                    bytes[item.status, default: 0] += item.bytes ?? 0
+                    remaining[item.status, default: 0] += item.remaining ?? 0
+                    if item.bytes == nil, [.due, .waiting, .deferred].contains(item.status) { unknownSizes += 1 }
+                    if item.fits == false { notFitting += 1 }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,301 @@
+import Foundation
+import Testing
+@testable import PrefetchCore
+
+/// (schedule, window, conditions, recorded state, now) → (state, reason, next).
+@Suite struct PlannerTests {
+    static func feed(_ yaml: String) -> Feed {
+        let (feed, diagnostics) = FeedDecoder(config: Config()).decode(Array(yaml.utf8), file: "f.yaml")
+        #expect(diagnostics.filter { $0.severity == .error }.isEmpty, "\(diagnostics.map(\.headline))")
+        return feed ?? Feed(name: "invalid", file: "f.yaml", nameLocation: SourceLocation(line: 1, column: 1), schedule: nil,
+                            timeZone: TimeZone(identifier: "UTC")!, timeZoneName: "UTC", windows: [], days: nil, jitter: .zero,
+                            conditions: Conditions(), refresh: .zero, retry: RetryPolicy(), limits: FeedLimits(), prune: false, resources: [])
+    }
+
+    static func at(_ text: String) -> Int64 {
+        guard case .instant(let seconds) = try! Timestamp.parse(text) else { fatalError(text) }
+        return seconds
+    }
+
+    static let berlin = "timezone: Europe/Berlin\n"
+    static let one = "resources:\n  - url: https://e.com/a.bin\n    size: 1MiB\n"
+    static let key = ResourceKey(feed: "f", path: "a.bin")
+    static let urlHash = ResourceURL.hash(of: try! ResourceURL.parse("https://e.com/a.bin"))
+
+    struct Case: Sendable, CustomTestStringConvertible {
+        let name: String
+        var yaml: String
+        var now: String
+        var state: StateSnapshot = StateSnapshot()
+        var cached = false
+        var conditions = ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test")
+        var machine: String? = nil
+        let expect: (ResourceStatus, String, String?)
+        var testDescription: String { name }
+    }
+
+    /// A snapshot where a.bin was validated at `validated` and `feed` last released at `release`.
+    static func state(validated: String? = nil, failures: Int = 0, failureRelease: String? = nil, permanent: Bool = false,
+                      nextRetry: String? = nil, lastRelease: String? = nil, finished: String? = nil,
+                      partial: UInt64? = nil, metered: UInt64? = nil, meteredDay: String = "") -> StateSnapshot {
+        var snapshot = StateSnapshot()
+        var resource = ResourceState(urlHash: urlHash)
+        resource.validatedAt = validated.map(at)
+        resource.length = 1 << 20
+        resource.failures = failures
+        resource.failureRelease = failureRelease.map(at)
+        resource.permanentFailure = permanent
+        resource.nextRetry = nextRetry.map(at)
+        resource.lastError = failures > 0 || permanent ? "HTTP 503" : nil
+        if let partial {
+            resource.partial = PartialState(urlHash: urlHash, validators: Validators(etag: "\"v1\""), totalLength: 1 << 20,
+                                            syncedOffset: partial, updatedAt: 0)
+        }
+        snapshot.resources[key] = resource
+        if lastRelease != nil || finished != nil {
+            snapshot.feeds["f"] = FeedState(lastRelease: lastRelease.map(at), lastReleaseFinished: finished.map(at))
+        }
+        if let metered { snapshot.meteredBytes[MeteredDay(feed: "f", day: meteredDay)] = metered }
+        return snapshot
+    }
+
+    static let nightly = "name: f\n" + berlin + "schedule: \"30 2 * * *\"\nwindow: \"01:00-05:00\"\n" + one
+
+    static let cases: [Case] = [
+        Case(name: "inside the window, nothing cached", yaml: nightly, now: "2026-11-30T03:00:00+01:00",
+             expect: (.due, "not cached", nil)),
+        Case(name: "window start is inclusive", yaml: nightly, now: "2026-11-30T01:00:00+01:00",
+             expect: (.due, "not cached", nil)),
+        Case(name: "window end is exclusive", yaml: nightly, now: "2026-11-30T05:00:00+01:00",
+             expect: (.deferred, "window closed", "2026-12-01T01:00:00+01:00")),
+        Case(name: "after the window: carried over to the next opening", yaml: nightly, now: "2026-11-30T12:00:00+01:00",
+             expect: (.deferred, "window closed", "2026-12-01T01:00:00+01:00")),
+        Case(name: "a window that wraps midnight is open after midnight",
+             yaml: "name: f\n" + berlin + "window: \"22:00-02:00\"\n" + one, now: "2026-11-30T01:30:00+01:00",
+             expect: (.due, "not cached", nil)),
+        Case(name: "and closed at its end", yaml: "name: f\n" + berlin + "window: \"22:00-02:00\"\n" + one,
+             now: "2026-11-30T02:00:00+01:00", expect: (.deferred, "window closed", "2026-11-30T22:00:00+01:00")),
+        Case(name: "wrapping window on the spring-forward night closes at 03:00 CEST (one real hour)",
+             yaml: "name: f\n" + berlin + "window: \"01:00-03:00\"\n" + one, now: "2026-03-29T01:00:00Z",
+             expect: (.deferred, "window closed", "2026-03-30T01:00:00+02:00")),
+        Case(name: "spring-forward night: open just before the gap",
+             yaml: "name: f\n" + berlin + "window: \"01:00-03:00\"\n" + one, now: "2026-03-29T00:59:00Z",
+             expect: (.due, "not cached", nil)),
+        Case(name: "fall-back night: the window lasts three real hours",
+             yaml: "name: f\n" + berlin + "window: \"01:00-03:00\"\n" + one, now: "2026-10-25T01:30:00Z",
+             expect: (.due, "not cached", nil)),
+        Case(name: "midnight-wrapping window across the fall-back",
+             yaml: "name: f\n" + berlin + "window: \"23:00-02:30\"\n" + one, now: "2026-10-25T01:15:00Z",
+             expect: (.deferred, "window closed", "2026-10-25T23:00:00+01:00")),
+        Case(name: "days name the day a window opens on",
+             yaml: "name: f\n" + berlin + "window: \"22:00-02:00\"\ndays: [sun]\n" + one, now: "2026-11-30T01:00:00+01:00",
+             expect: (.due, "not cached", nil)),
+        Case(name: "days without window mean whole days", yaml: "name: f\n" + berlin + "days: [sat, sun]\n" + one,
+             now: "2026-11-30T10:00:00+01:00", expect: (.deferred, "window closed", "2026-12-05T00:00:00+01:00")),
+        Case(name: "jitter delays a window opening", yaml: "name: f\n" + berlin + "window: \"01:00-02:00\"\njitter: 2h\n" + one,
+             now: "2026-11-30T01:30:00+01:00", machine: "kiosk-17",
+             expect: (.deferred, "jitter", "2026-11-30T01:48:34+01:00")),
+        Case(name: "jitter longer than the window is reduced modulo its length",
+             yaml: "name: f\n" + berlin + "window: \"01:00-02:00\"\njitter: 3h\n" + one,
+             now: "2026-11-30T01:50:00+01:00", machine: "kiosk-17", expect: (.due, "not cached", nil)),
+        Case(name: "after the jittered start of a short window", yaml: "name: f\n" + berlin + "window: \"01:00-02:00\"\njitter: 3h\n" + one,
+             now: "2026-11-30T02:00:00+01:00", machine: "kiosk-17",
+             expect: (.deferred, "window closed", "2026-12-01T01:48:34+01:00")),
+        Case(name: "jitter delays a scheduled release", yaml: "name: f\n" + berlin + "schedule: \"0 3 * * *\"\njitter: 2h\n" + one,
+             now: "2026-11-30T03:30:00+01:00", state: state(validated: "2026-11-29T04:00:00+01:00"), cached: true,
+             machine: "kiosk-17", expect: (.deferred, "jitter", "2026-11-30T03:48:34+01:00")),
+        Case(name: "a copy validated after the jittered release is fresh", yaml: "name: f\n" + berlin + "schedule: \"0 3 * * *\"\njitter: 2h\n" + one,
+             now: "2026-11-30T05:00:00+01:00", state: state(validated: "2026-11-30T03:50:00+01:00"), cached: true,
+             machine: "kiosk-17", expect: (.fresh, "fresh", "2026-12-01T03:48:34+01:00")),
+        Case(name: "without a machine id there is no jitter", yaml: "name: f\n" + berlin + "window: \"01:00-02:00\"\njitter: 2h\n" + one,
+             now: "2026-11-30T01:30:00+01:00", expect: (.due, "not cached", nil)),
+        Case(name: "embargo", yaml: nightly.replacingOccurrences(of: "size: 1MiB", with: "size: 1MiB\n    not_before: 2026-11-30T04:00:00+01:00"),
+             now: "2026-11-30T03:00:00+01:00", expect: (.deferred, "embargo", "2026-11-30T04:00:00+01:00")),
+        Case(name: "embargo ending outside the window waits for the next opening",
+             yaml: nightly.replacingOccurrences(of: "size: 1MiB", with: "size: 1MiB\n    not_before: 2026-11-30T06:00:00+01:00"),
+             now: "2026-11-30T03:00:00+01:00", expect: (.deferred, "embargo", "2026-12-01T01:00:00+01:00")),
+        Case(name: "embargo wins over a closed window",
+             yaml: nightly.replacingOccurrences(of: "size: 1MiB", with: "size: 1MiB\n    not_before: 2027-01-01"),
+             now: "2026-11-30T12:00:00+01:00", expect: (.deferred, "embargo", "2027-01-01T01:00:00+01:00")),
+        Case(name: "expired wins over everything",
+             yaml: nightly.replacingOccurrences(of: "size: 1MiB", with: "size: 1MiB\n    expires: 2026-11-30"),
+             now: "2026-11-30T03:00:00+01:00", state: state(failures: 9, failureRelease: "2026-11-30T02:30:00+01:00"),
+             expect: (.expired, "expired", nil)),
+        Case(name: "backoff within the release", yaml: nightly, now: "2026-11-30T03:00:00+01:00",
+             state: state(failures: 2, failureRelease: "2026-11-30T02:30:00+01:00", nextRetry: "2026-11-30T03:10:00+01:00"),
+             expect: (.backoff, "attempt 2 of 5 failed", "2026-11-30T03:10:00+01:00")),
+        Case(name: "backoff expired: due again", yaml: nightly, now: "2026-11-30T03:11:00+01:00",
+             state: state(failures: 2, failureRelease: "2026-11-30T02:30:00+01:00", nextRetry: "2026-11-30T03:10:00+01:00"),
+             expect: (.due, "not cached", nil)),
+        Case(name: "attempts exhausted: failed until the next release", yaml: nightly, now: "2026-11-30T03:00:00+01:00",
+             state: state(failures: 5, failureRelease: "2026-11-30T02:30:00+01:00", nextRetry: "2026-11-30T03:10:00+01:00"),
+             expect: (.failed, "gave up after 5 attempts", "2026-12-01T02:30:00+01:00")),
+        Case(name: "a permanent error fails the release", yaml: nightly, now: "2026-11-30T03:00:00+01:00",
+             state: state(failures: 1, failureRelease: "2026-11-30T02:30:00+01:00", permanent: true),
+             expect: (.failed, "permanent error", "2026-12-01T02:30:00+01:00")),
+        Case(name: "attempts start again at each release", yaml: nightly, now: "2026-11-30T03:00:00+01:00",
+             state: state(failures: 5, failureRelease: "2026-11-29T02:30:00+01:00", permanent: true),
+             expect: (.due, "not cached", nil)),
+        Case(name: "failed wins over a closed window", yaml: nightly, now: "2026-11-30T12:00:00+01:00",
+             state: state(failures: 5, failureRelease: "2026-11-30T02:30:00+01:00"),
+             expect: (.failed, "gave up after 5 attempts", "2026-12-01T02:30:00+01:00")),
+        Case(name: "validated in this release: fresh until the next", yaml: nightly, now: "2026-11-30T03:00:00+01:00",
+             state: state(validated: "2026-11-30T02:45:00+01:00"), cached: true,
+             expect: (.fresh, "fresh", "2026-12-01T02:30:00+01:00")),
+        Case(name: "fresh wins over a closed window", yaml: nightly, now: "2026-11-30T12:00:00+01:00",
+             state: state(validated: "2026-11-30T02:45:00+01:00"), cached: true,
+             expect: (.fresh, "fresh", "2026-12-01T02:30:00+01:00")),
+        Case(name: "validated before the release: stale", yaml: nightly, now: "2026-11-30T03:00:00+01:00",
+             state: state(validated: "2026-11-29T02:45:00+01:00"), cached: true, expect: (.due, "stale", nil)),
+        Case(name: "refresh keeps a recent copy across a release",
+             yaml: nightly.replacingOccurrences(of: "window:", with: "refresh: 36h\nwindow:"), now: "2026-11-30T03:00:00+01:00",
+             state: state(validated: "2026-11-29T02:45:00+01:00"), cached: true,
+             expect: (.fresh, "fresh", "2026-11-30T14:45:00+01:00")),
+        Case(name: "refresh longer than the release period: due again only after both",
+             yaml: nightly.replacingOccurrences(of: "window:", with: "refresh: 36h\nwindow:"), now: "2026-11-30T03:00:00+01:00",
+             state: state(validated: "2026-11-30T02:40:00+01:00"), cached: true,
+             expect: (.fresh, "fresh", "2026-12-01T14:40:00+01:00")),
+        Case(name: "a cached file without state is revalidated", yaml: nightly, now: "2026-11-30T03:00:00+01:00",
+             cached: true, expect: (.due, "stale", nil)),
+        Case(name: "a partial resumes", yaml: nightly, now: "2026-11-30T03:00:00+01:00",
+             state: state(partial: 1 << 19), expect: (.due, "resume", nil)),
+        Case(name: "metered link, unmetered required", yaml: nightly.replacingOccurrences(of: "resources:", with: "conditions: { network: unmetered }\nresources:"),
+             now: "2026-11-30T03:00:00+01:00", conditions: ConditionSnapshot(metered: true), expect: (.waiting, "network metered", nil)),
+        Case(name: "conditions only wait inside an open window",
+             yaml: nightly.replacingOccurrences(of: "resources:", with: "conditions: { network: unmetered }\nresources:"),
+             now: "2026-11-30T12:00:00+01:00", conditions: ConditionSnapshot(metered: true),
+             expect: (.deferred, "window closed", "2026-12-01T01:00:00+01:00")),
+        Case(name: "on battery, AC required", yaml: nightly.replacingOccurrences(of: "resources:", with: "conditions: { power: ac }\nresources:"),
+             now: "2026-11-30T03:00:00+01:00", conditions: ConditionSnapshot(onAC: false, batteryLevel: 90),
+             expect: (.waiting, "on battery", nil)),
+        Case(name: "battery below the minimum", yaml: nightly.replacingOccurrences(of: "resources:", with: "conditions: { min_battery: 40 }\nresources:"),
+             now: "2026-11-30T03:00:00+01:00", conditions: ConditionSnapshot(onAC: false, batteryLevel: 23),
+             expect: (.waiting, "battery 23% < 40%", nil)),
+        Case(name: "min_battery does not apply on AC", yaml: nightly.replacingOccurrences(of: "resources:", with: "conditions: { min_battery: 40 }\nresources:"),
+             now: "2026-11-30T03:00:00+01:00", conditions: ConditionSnapshot(onAC: true, batteryLevel: 23),
+             expect: (.due, "not cached", nil)),
+        Case(name: "free space counts the bytes still to write",
+             yaml: nightly.replacingOccurrences(of: "resources:", with: "conditions: { min_free_space: 2GiB }\nresources:"),
+             now: "2026-11-30T03:00:00+01:00", conditions: ConditionSnapshot(freeBytes: 2 << 30),
+             expect: (.waiting, "free space 2GiB < 2GiB", nil)),
+        Case(name: "metered budget used today", yaml: nightly.replacingOccurrences(of: "resources:", with: "conditions: { metered_budget: 10MiB/day }\nresources:"),
+             now: "2026-11-30T03:00:00+01:00", state: state(metered: 9_900_000, meteredDay: "2026-11-30"),
+             conditions: ConditionSnapshot(metered: true), expect: (.waiting, "metered budget used", nil)),
+        Case(name: "yesterday's metered bytes do not count", yaml: nightly.replacingOccurrences(of: "resources:", with: "conditions: { metered_budget: 10MiB/day }\nresources:"),
+             now: "2026-11-30T03:00:00+01:00", state: state(metered: 9_900_000, meteredDay: "2026-11-29"),
+             conditions: ConditionSnapshot(metered: true), expect: (.due, "not cached", nil)),
+        Case(name: "neither schedule nor window: first seen is due at once", yaml: "name: f\n" + one,
+             now: "2026-11-30T03:00:00Z", expect: (.due, "not cached", nil)),
+        Case(name: "neither: fresh until refresh after the release finished", yaml: "name: f\n" + one,
+             now: "2026-11-30T03:00:00Z",
+             state: state(validated: "2026-11-30T02:30:00Z", lastRelease: "2026-11-30T02:29:00Z", finished: "2026-11-30T02:31:00Z"),
+             cached: true, expect: (.fresh, "fresh", "2026-11-30T03:31:00+00:00")),
+        Case(name: "neither: released again once refresh has passed", yaml: "name: f\n" + one,
+             now: "2026-11-30T03:31:00Z",
+             state: state(validated: "2026-11-30T02:30:00Z", lastRelease: "2026-11-30T02:29:00Z", finished: "2026-11-30T02:31:00Z"),
+             cached: true, expect: (.due, "stale", nil)),
+        Case(name: "schedule only: a release may transfer until the next", yaml: "name: f\n" + berlin + "schedule: \"@daily\"\n" + one,
+             now: "2026-11-30T23:59:00+01:00", expect: (.due, "not cached", nil)),
+    ]
+
+    @Test(arguments: cases)
+    func resourceState(_ c: Case) throws {
+        let feed = Self.feed(c.yaml)
+        let input = PlanInput(feeds: [feed], state: c.state, cached: c.cached ? [Self.key] : [],
+                              conditions: c.conditions, now: Self.at(c.now),
+                              machineID: c.machine.map { MachineID(value: $0, source: "test") })
+        let plan = Planner.plan(input)
+        let item = try #require(plan.feeds.first?.items.first)
+        let clock = ZoneClock(feed.timeZone)
+        #expect(item.status == c.expect.0)
+        #expect(item.reason == c.expect.1)
+        #expect(item.next.map { TimeFormat.rfc3339($0, clock: clock) } == c.expect.2)
+    }
+
+    @Test func jitterFollowsTheSpecFormula() {
+        // Expected values computed with Python's hashlib, independently of this code.
+        #expect(Jitter.offset(machineID: "kiosk-17", feed: "lobby", jitter: TimeSpan(seconds: 1200)) == 604)
+        #expect(Jitter.offset(machineID: "kiosk-17", feed: "f", jitter: TimeSpan(seconds: 7200)) == 2914)
+        #expect(Jitter.offset(machineID: "m1", feed: "f", jitter: .hours(24)) == 61029)
+        #expect(Jitter.offset(machineID: nil, feed: "f", jitter: .hours(24)) == 0)
+        #expect(Jitter.offset(machineID: "m1", feed: "f", jitter: .zero) == 0)
+    }
+
+    @Test func machineIDOrder() throws {
+        let folder = try TemporaryFolderForUnitTests()
+        let etc = folder.write("machine-id", "abc123\n")
+        let dbus = folder.write("dbus-id", "dbus456\n")
+        var config = Config()
+        #expect(MachineID.find(environment: [:], config: config, files: [etc, dbus]) == MachineID(value: "abc123", source: etc))
+        #expect(MachineID.find(environment: [:], config: config, files: ["/nonexistent", dbus]) == MachineID(value: "dbus456", source: dbus))
+        #expect(MachineID.find(environment: [:], config: config, files: ["/nonexistent"]) == nil)
+        config.machineID = "from-config"
+        #expect(MachineID.find(environment: [:], config: config, files: [etc])?.value == "from-config")
+        #expect(MachineID.find(environment: ["PREFETCH_MACHINE_ID": "env"], config: config, files: [etc])
+                == MachineID(value: "env", source: "PREFETCH_MACHINE_ID"))
+    }
+
+    @Test func dueWorkIsOrderedByPriorityWindowEndAndSize() throws {
+        let a = Self.feed("name: a\n" + Self.berlin + "window: \"01:00-05:00\"\nresources:\n"
+            + "  - { url: \"https://e.com/big\", size: 5MiB }\n  - { url: \"https://e.com/small\", size: 1MiB }\n"
+            + "  - { url: \"https://e.com/urgent\", size: 9MiB, priority: high }\n  - { url: \"https://e.com/later\", size: 1KiB, priority: low }\n")
+        let b = Self.feed("name: b\n" + Self.berlin + "window: \"01:00-04:00\"\nresources:\n  - { url: \"https://e.com/soon\", size: 8MiB }\n")
+        let plan = Planner.plan(PlanInput(feeds: [a, b], conditions: ConditionSnapshot(freeBytes: 1 << 40),
+                                          now: Self.at("2026-11-30T02:00:00+01:00")))
+        #expect(plan.order.map(\.path) == ["urgent", "soon", "small", "big", "later"])
+        #expect(plan.feeds[0].items.map(\.path) == ["urgent", "small", "big", "later"])
+    }
+
+    @Test func estimatesFlagWorkThatWillNotFitTheWindow() throws {
+        let feed = Self.feed("name: f\n" + Self.berlin + "window: \"01:00-05:00\"\nresources:\n"
+            + "  - { url: \"https://e.com/a\", size: 1GiB }\n  - { url: \"https://e.com/b\", size: 10GiB }\n")
+        var state = StateSnapshot()
+        state.throughput = 1_048_576  // 1 MiB/s measured: 1 GiB takes 17 minutes, 10 GiB three hours
+        let plan = Planner.plan(PlanInput(feeds: [feed], state: state, conditions: ConditionSnapshot(freeBytes: 1 << 40),
+                                          now: Self.at("2026-11-30T04:00:00+01:00")))
+        let items = plan.feeds[0].items
+        #expect(items.map(\.path) == ["a", "b"])
+        #expect(items[0].fits == true && items[0].estimatedFinish == Self.at("2026-11-30T04:17:04+01:00"))
+        #expect(items[1].fits == false)
+        #expect(items[1].windowEnd == Self.at("2026-11-30T05:00:00+01:00"))
+    }
+
+    @Test func freeSpaceIsSharedInOrder() {
+        let feed = Self.feed("name: f\nresources:\n  - { url: \"https://e.com/a\", size: 600MiB }\n  - { url: \"https://e.com/b\", size: 600MiB }\n")
+        let plan = Planner.plan(PlanInput(feeds: [feed], conditions: ConditionSnapshot(freeBytes: 1 << 30), now: 0))
+        #expect(plan.feeds[0].items.map(\.status) == [.due, .waiting])
+        #expect(plan.feeds[0].items[1].reason == "free space 424MiB < 600MiB")
+    }
+
+    @Test func nextReleasesAreFiveInstantsBeforeJitter() {
+        let feed = Self.feed("name: f\n" + Self.berlin + "schedule: \"30 2 * * *\"\njitter: 1h\n" + Self.one)
+        let plan = Planner.plan(PlanInput(feeds: [feed], now: Self.at("2026-03-27T12:00:00Z"),
+                                          machineID: MachineID(value: "kiosk-17", source: "test")))
+        let clock = ZoneClock(feed.timeZone)
+        #expect(plan.feeds[0].nextReleases.map { TimeFormat.rfc3339($0, clock: clock) } == [
+            "2026-03-28T02:30:00+01:00", "2026-03-29T03:00:00+02:00", "2026-03-30T02:30:00+02:00",
+            "2026-03-31T02:30:00+02:00", "2026-04-01T02:30:00+02:00",
+        ])
+    }
+}
+
+/// A temporary folder for unit tests, removed on release.
+final class TemporaryFolderForUnitTests {
+    let path: String
+
+    init() throws {
+        path = FileManager.default.temporaryDirectory.appendingPathComponent("prefetch-unit-" + UUID().uuidString).path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
+    @discardableResult
+    func write(_ name: String, _ text: String) -> String {
+        let file = path + "/" + name
+        _ = FileManager.default.createFile(atPath: file, contents: Data(text.utf8))
+        return file
+    }
+}
