@@ -8,7 +8,6 @@ public struct FeedDecoder {
     static let conditionKeys = ["network", "power", "min_battery", "min_free_space", "metered_budget"]
     static let retryKeys = ["attempts", "backoff", "max_backoff"]
     static let limitKeys = ["concurrency", "max_rate", "connect_timeout", "stall_timeout", "max_redirects"]
-    static let resourceKeys = ["url", "path", "sha256", "size", "max_size", "not_before", "expires", "priority", "headers"]
 
     private let config: Config
 
@@ -21,9 +20,10 @@ public struct FeedDecoder {
     /// default feed name. Returns nil for the feed when any error was found.
     public func decode(_ bytes: [UInt8], file: String) -> (feed: Feed?, diagnostics: [Diagnostic]) {
         var reader = NodeReader(file: file)
+        let resources = ResourceDecoder(config: config, file: file)
         let root: YAMLNode?
         do {
-            root = try YAMLParser.parse(bytes)
+            root = try YAMLParser.parse(bytes, streaming: (key: "resources", handler: resources.decode))
         } catch {
             return (nil, [Diagnostic(.error, file: file, at: error.location, error.message)])
         }
@@ -31,11 +31,11 @@ public struct FeedDecoder {
             return (nil, [Diagnostic(.error, file: file, at: SourceLocation(line: 1, column: 1),
                                      "the manifest is empty; a feed needs at least 'resources'")])
         }
-        let feed = decodeFeed(root, file: file, reader: &reader)
+        let feed = decodeFeed(root, file: file, reader: &reader, resources: resources)
         return (reader.hasErrors ? nil : feed, reader.sortedDiagnostics)
     }
 
-    private func decodeFeed(_ root: YAMLNode, file: String, reader: inout NodeReader) -> Feed? {
+    private func decodeFeed(_ root: YAMLNode, file: String, reader: inout NodeReader, resources streamed: ResourceDecoder) -> Feed? {
         guard let entries = reader.mapping(root, allowed: Self.feedKeys, what: "a feed") else { return nil }
         let start = SourceLocation(line: 1, column: 1)
 
@@ -141,12 +141,11 @@ public struct FeedDecoder {
         var prune = false
         if let node = entries["prune"]?.value, let v = reader.boolean(node, what: "prune") { prune = v }
 
-        let clock = ZoneClock(zone)
         var resources: [Resource] = []
         if let node = entries["resources"]?.value {
-            if let items = reader.list(node, what: "resources") {
-                if items.isEmpty { reader.warning("this feed lists no resources", at: node.location) }
-                resources = decodeResources(items, clock: clock, reader: &reader)
+            if reader.list(node, what: "resources") != nil {
+                if streamed.count == 0 { reader.warning("this feed lists no resources", at: node.location) }
+                resources = streamed.finish(clock: ZoneClock(zone), reader: &reader)
             }
         } else {
             reader.error("a feed needs 'resources': a list of things to fetch", at: root.location)
@@ -155,136 +154,6 @@ public struct FeedDecoder {
         return Feed(name: name, file: file, nameLocation: nameLocation, schedule: schedule, timeZone: zone, timeZoneName: zoneName,
                     windows: windows, days: days, jitter: jitter, conditions: conditions, refresh: refresh,
                     retry: retry, limits: limits, prune: prune, resources: resources)
-    }
-
-    private func decodeResources(_ items: [YAMLNode], clock: ZoneClock, reader: inout NodeReader) -> [Resource] {
-        var resources: [Resource] = []
-        resources.reserveCapacity(items.count)
-        var files: [String: SourceLocation] = [:]
-        var folders: [String: SourceLocation] = [:]
-        files.reserveCapacity(items.count)
-        for item in items {
-            guard let entries = reader.mapping(item, allowed: Self.resourceKeys, what: "a resource") else { continue }
-            guard let urlNode = entries["url"]?.value else {
-                reader.error("a resource needs a 'url'", at: item.location)
-                continue
-            }
-            let url = reader.value(urlNode, what: "url", ResourceURL.parse)
-
-            var path: String?
-            var pathNode = urlNode
-            if let node = entries["path"]?.value {
-                pathNode = node
-                path = reader.value(node, what: "path") { (text) throws(ValueError) -> String in
-                    if let problem = RelativePath.problem(text) { throw problem }
-                    return text
-                }
-            } else if let url {
-                do {
-                    if let segment = try url.lastSegment(), !segment.isEmpty {
-                        if segment.contains("/") {
-                            reader.error("the URL's last segment '\(segment)' holds an encoded '/'; add a 'path'", at: urlNode.location)
-                        } else if let problem = RelativePath.problem(segment) {
-                            reader.error("the URL's last segment '\(segment)' is not a safe file name (\(problem.message)); add a 'path'", at: urlNode.location)
-                        } else {
-                            path = segment
-                        }
-                    } else {
-                        reader.error("the URL ends in '/', so the resource needs a 'path'", at: urlNode.location)
-                    }
-                } catch {
-                    reader.error(error.message + "; add a 'path'", at: urlNode.location)
-                }
-            }
-
-            var sha256: String?
-            if let node = entries["sha256"]?.value {
-                sha256 = reader.value(node, what: "sha256") { (text) throws(ValueError) -> String in
-                    let lowered = text.lowercased()
-                    guard lowered.utf8.count == 64, lowered.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else {
-                        throw ValueError("sha256 must be 64 hexadecimal digits, found \(text.count) characters")
-                    }
-                    return lowered
-                }
-            }
-            let size = entries["size"].flatMap { reader.value($0.value, what: "size", ByteSize.parse) }
-            let maxSize = entries["max_size"].flatMap { reader.value($0.value, what: "max_size", ByteSize.parse) }
-            if let size, let node = entries["size"]?.value {
-                if let maxSize, size > maxSize {
-                    reader.error("size \(size.bytes) is larger than max_size \(maxSize.bytes)", at: node.location)
-                } else if size > config.maxSize {
-                    reader.error("size \(size.bytes) is larger than the global max_size \(config.maxSize) (config)", at: node.location)
-                }
-            }
-            if let maxSize, let node = entries["max_size"]?.value {
-                if maxSize.bytes == 0 { reader.error("max_size must be more than 0", at: node.location) }
-                if maxSize > config.maxSize {
-                    reader.warning("max_size \(maxSize) is above the global max_size \(config.maxSize); the global cap applies", at: node.location)
-                }
-            }
-            let notBefore = entries["not_before"].flatMap { reader.value($0.value, what: "not_before", Timestamp.parse) }?.resolved(in: clock)
-            let expires = entries["expires"].flatMap { reader.value($0.value, what: "expires", Timestamp.parse) }?.resolved(in: clock)
-            if let notBefore, let expires, expires <= notBefore, let node = entries["expires"]?.value {
-                reader.error("expires is not after not_before: the resource could never be fetched", at: node.location)
-            }
-            var priority = Priority.normal
-            if let node = entries["priority"]?.value,
-               let value = reader.choice(node, what: "priority", Priority.allCases.map { ($0.rawValue, $0) }) {
-                priority = value
-            }
-            var headers: [HeaderField] = []
-            if let node = entries["headers"]?.value {
-                if case .mapping(let pairs) = node.content {
-                    var seen: [String: SourceLocation] = [:]
-                    for pair in pairs {
-                        guard let name = reader.value(pair.key, what: "a header name", { (text) throws(ValueError) -> String in
-                            if let problem = HeaderTemplate.nameProblem(text) { throw problem }
-                            return text
-                        }) else { continue }
-                        if let first = seen[name.lowercased()] {
-                            reader.error("header '\(name)' is given twice (first at line \(first.line))", at: pair.key.location)
-                            continue
-                        }
-                        seen[name.lowercased()] = pair.key.location
-                        if let value = reader.value(pair.value, what: "header '\(name)'", HeaderTemplate.parse) {
-                            headers.append(HeaderField(name: name, value: value))
-                        }
-                    }
-                } else {
-                    reader.error("headers must be a mapping of header names to values, found \(node.kindDescription)", at: node.location)
-                }
-            }
-
-            guard let url, let path else { continue }
-            if let first = files[path] {
-                reader.error("path '\(path)' is already used by the resource at line \(first.line)", at: pathNode.location)
-                continue
-            }
-            if let other = folders[path] {
-                reader.error("path '\(path)' is also a folder of the resource at line \(other.line)", at: pathNode.location)
-                continue
-            }
-            var ancestor = Substring(path)
-            var conflict = false
-            while let slash = ancestor.lastIndex(of: "/") {
-                ancestor = ancestor[..<slash]
-                let key = String(ancestor)
-                if let file = files[key] {
-                    reader.error("path '\(path)' would put a folder where the resource at line \(file.line) keeps its file '\(key)'", at: pathNode.location)
-                    conflict = true
-                    break
-                }
-                if folders[key] != nil { break }  // its ancestors are recorded already
-                folders[key] = item.location
-            }
-            if conflict { continue }
-            files[path] = item.location
-
-            resources.append(Resource(url: url, path: path, sha256: sha256, size: size?.bytes, maxSize: maxSize?.bytes,
-                                      notBefore: notBefore, expires: expires, priority: priority, headers: headers,
-                                      location: item.location))
-        }
-        return resources
     }
 
     /// The file name without folder and `.yaml`/`.yml` extension.

@@ -2,7 +2,7 @@
 /// so one pass reports all errors in a file.
 struct NodeReader {
     let file: String
-    private(set) var diagnostics: [Diagnostic] = []
+    var diagnostics: [Diagnostic] = []
 
     init(file: String) {
         self.file = file

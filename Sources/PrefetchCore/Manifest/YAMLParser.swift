@@ -14,7 +14,11 @@ public struct YAMLSyntaxError: Error, Sendable {
 /// repeats its anchor's node); an unknown alias is an error.
 public enum YAMLParser {
     /// Parses `bytes` as a single YAML document. Returns nil for a file with no document.
-    public static func parse(_ bytes: [UInt8]) throws(YAMLSyntaxError) -> YAMLNode? {
+    ///
+    /// With `streaming`, each item of the list under that top-level key is handed to the
+    /// handler as soon as it is complete and is not kept in the tree (the list node stays,
+    /// empty): a 100,000-resource manifest never holds all its nodes at once.
+    public static func parse(_ bytes: [UInt8], streaming: (key: String, handler: (YAMLNode) -> Void)? = nil) throws(YAMLSyntaxError) -> YAMLNode? {
         var parser = yaml_parser_t()
         guard yaml_parser_initialize(&parser) == 1 else {
             throw YAMLSyntaxError(location: SourceLocation(line: 1, column: 1), message: "out of memory")
@@ -24,7 +28,7 @@ public enum YAMLParser {
         return try bytes.withUnsafeBufferPointer { (buffer) throws(YAMLSyntaxError) -> YAMLNode? in
             yaml_parser_set_input_string(&parser, buffer.baseAddress, buffer.count)
             yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING)
-            var builder = TreeBuilder()
+            var builder = TreeBuilder(streaming: streaming)
             var event = yaml_event_t()
             while true {
                 guard yaml_parser_parse(&parser, &event) == 1 else {
@@ -72,13 +76,28 @@ public enum YAMLParser {
         return YAMLSyntaxError(location: at, message: message)
     }
 
-    /// Assembles nodes from events with an explicit stack.
+    /// Assembles nodes from events with an explicit stack. Frames are objects so that
+    /// appending to an open sequence or mapping mutates it in place (an enum payload
+    /// would be copied on every item, which is quadratic in the list's length).
     private struct TreeBuilder {
-        enum Frame {
-            case sequence([YAMLNode], SourceLocation, String?, String?)
-            case mapping([(key: YAMLNode, value: YAMLNode)], pendingKey: YAMLNode?, SourceLocation, String?, String?)
+        final class Frame {
+            let isMapping: Bool
+            let location: SourceLocation
+            let anchor: String?
+            let tag: String?
+            var items: [YAMLNode] = []
+            var pairs: [(key: YAMLNode, value: YAMLNode)] = []
+            var pendingKey: YAMLNode?
+
+            init(isMapping: Bool, location: SourceLocation, anchor: String?, tag: String?) {
+                self.isMapping = isMapping
+                self.location = location
+                self.anchor = anchor
+                self.tag = tag
+            }
         }
 
+        let streaming: (key: String, handler: (YAMLNode) -> Void)?
         var stack: [Frame] = []
         var anchors: [String: YAMLNode] = [:]
         var root: YAMLNode?
@@ -107,48 +126,48 @@ public enum YAMLParser {
                 let verbatim = (style == .plain || quotes == 2) && event.start_mark.line == event.end_mark.line
                     && Int(event.end_mark.column - event.start_mark.column) == text.count + quotes
                 let node = YAMLNode(.scalar(text, style), at: at, tag: Self.string(scalar.tag), isVerbatim: verbatim)
-                try add(node, anchor: Self.string(scalar.anchor))
+                add(node, anchor: Self.string(scalar.anchor))
             case YAML_ALIAS_EVENT:
                 let name = Self.string(event.data.alias.anchor) ?? ""
                 guard var node = anchors[name] else {
                     throw YAMLSyntaxError(location: at, message: "unknown alias '*\(name)'; if this is a cron expression, quote it")
                 }
                 node.location = at
-                try add(node, anchor: nil)
+                add(node, anchor: nil)
             case YAML_SEQUENCE_START_EVENT:
                 let start = event.data.sequence_start
-                stack.append(.sequence([], at, Self.string(start.anchor), Self.string(start.tag)))
+                stack.append(Frame(isMapping: false, location: at, anchor: Self.string(start.anchor), tag: Self.string(start.tag)))
             case YAML_MAPPING_START_EVENT:
                 let start = event.data.mapping_start
-                stack.append(.mapping([], pendingKey: nil, at, Self.string(start.anchor), Self.string(start.tag)))
-            case YAML_SEQUENCE_END_EVENT:
-                guard case .sequence(let items, let location, let anchor, let tag)? = stack.popLast() else { return }
-                try add(YAMLNode(.sequence(items), at: location, tag: tag), anchor: anchor)
-            case YAML_MAPPING_END_EVENT:
-                guard case .mapping(let pairs, _, let location, let anchor, let tag)? = stack.popLast() else { return }
-                try add(YAMLNode(.mapping(pairs), at: location, tag: tag), anchor: anchor)
+                stack.append(Frame(isMapping: true, location: at, anchor: Self.string(start.anchor), tag: Self.string(start.tag)))
+            case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
+                guard let frame = stack.popLast() else { return }
+                let content: YAMLNode.Content = frame.isMapping ? .mapping(frame.pairs) : .sequence(frame.items)
+                frame.items = []
+                frame.pairs = []
+                add(YAMLNode(content, at: frame.location, tag: frame.tag), anchor: frame.anchor)
             default:
                 break
             }
         }
 
-        private mutating func add(_ node: YAMLNode, anchor: String?) throws(YAMLSyntaxError) {
+        private mutating func add(_ node: YAMLNode, anchor: String?) {
             if let anchor { anchors[anchor] = node }
-            guard let top = stack.popLast() else {
+            guard let top = stack.last else {
                 root = node
                 return
             }
-            switch top {
-            case .sequence(var items, let location, let anchor, let tag):
-                items.append(node)
-                stack.append(.sequence(items, location, anchor, tag))
-            case .mapping(var pairs, let pendingKey, let location, let anchor, let tag):
-                if let key = pendingKey {
-                    pairs.append((key: key, value: node))
-                    stack.append(.mapping(pairs, pendingKey: nil, location, anchor, tag))
+            if !top.isMapping {
+                if let streaming, stack.count == 2, stack[0].isMapping, stack[0].pendingKey?.scalar == streaming.key {
+                    streaming.handler(node)
                 } else {
-                    stack.append(.mapping(pairs, pendingKey: node, location, anchor, tag))
+                    top.items.append(node)
                 }
+            } else if let key = top.pendingKey {
+                top.pairs.append((key: key, value: node))
+                top.pendingKey = nil
+            } else {
+                top.pendingKey = node
             }
         }
 

@@ -41,6 +41,9 @@ public enum Planner {
         let nextGate = nextRelease.map { timing.gate(for: $0) ?? $0 }
         let open = timing.windows.interval(containing: now)
         let blocked = conditionBlocks(feed, conditions: input.conditions, state: input.state, now: now, clock: timing.clock)
+        // Per feed, not per resource: the next opportunity and why the window is shut.
+        let nextOpportunity = timing.opportunity(atOrAfter: max(now, gate ?? now))
+        let closedReason = open == nil ? (timing.inWindowJitter(at: now) ? "jitter" : "window closed") : ""
 
         var items: [PlanItem] = []
         items.reserveCapacity(feed.resources.count)
@@ -109,12 +112,12 @@ public enum Planner {
                 item.next = timing.opportunity(atOrAfter: earliest)
             } else if open == nil {
                 item.status = .deferred
-                item.reason = timing.inWindowJitter(at: now) ? "jitter" : "window closed"
-                item.next = timing.opportunity(atOrAfter: earliest)
+                item.reason = closedReason
+                item.next = nextOpportunity
             } else if let gate, gate > now {
                 item.status = .deferred
                 item.reason = "jitter"
-                item.next = timing.opportunity(atOrAfter: gate)
+                item.next = nextOpportunity
             } else if let block = blocked.first(where: { !$0.ok }) {
                 item.status = .waiting
                 item.reason = block.reason

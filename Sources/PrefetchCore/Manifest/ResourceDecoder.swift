@@ -1,0 +1,181 @@
+/// Decodes a feed's resources one at a time, as the YAML parser completes each entry, so
+/// their nodes never pile up; checks paths across the feed as it goes.
+final class ResourceDecoder {
+    static let keys = ["url", "path", "sha256", "size", "max_size", "not_before", "expires", "priority", "headers"]
+
+    private let config: Config
+    private var reader: NodeReader
+    private var decoded: [Resource] = []
+    /// Bare dates wait for the feed's zone, which may come after the resources in the file.
+    private var pending: [(index: Int, notBefore: Timestamp?, expires: Timestamp?, expiresAt: SourceLocation?)] = []
+    private var files: [String: SourceLocation] = [:]
+    private var folders: [String: SourceLocation] = [:]
+    /// How many entries the list had, valid or not.
+    private(set) var count = 0
+
+    init(config: Config, file: String) {
+        self.config = config
+        self.reader = NodeReader(file: file)
+    }
+
+    /// Decodes one entry of `resources`.
+    func decode(_ item: YAMLNode) {
+        count += 1
+        guard let entries = reader.mapping(item, allowed: Self.keys, what: "a resource") else { return }
+        guard let urlNode = entries["url"]?.value else {
+            reader.error("a resource needs a 'url'", at: item.location)
+            return
+        }
+        let url = reader.value(urlNode, what: "url", ResourceURL.parse)
+
+        var path: String?
+        var pathNode = urlNode
+        if let node = entries["path"]?.value {
+            pathNode = node
+            path = reader.value(node, what: "path") { (text) throws(ValueError) -> String in
+                if let problem = RelativePath.problem(text) { throw problem }
+                return text
+            }
+        } else if let url {
+            path = defaultPath(url, at: urlNode.location)
+        }
+
+        var sha256: String?
+        if let node = entries["sha256"]?.value {
+            sha256 = reader.value(node, what: "sha256") { (text) throws(ValueError) -> String in
+                let lowered = text.lowercased()
+                guard lowered.utf8.count == 64, lowered.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else {
+                    throw ValueError("sha256 must be 64 hexadecimal digits, found \(text.count) characters")
+                }
+                return lowered
+            }
+        }
+        let size = entries["size"].flatMap { reader.value($0.value, what: "size", ByteSize.parse) }
+        let maxSize = entries["max_size"].flatMap { reader.value($0.value, what: "max_size", ByteSize.parse) }
+        if let size, let node = entries["size"]?.value {
+            if let maxSize, size > maxSize {
+                reader.error("size \(size.bytes) is larger than max_size \(maxSize.bytes)", at: node.location)
+            } else if size > config.maxSize {
+                reader.error("size \(size.bytes) is larger than the global max_size \(config.maxSize) (config)", at: node.location)
+            }
+        }
+        if let maxSize, let node = entries["max_size"]?.value {
+            if maxSize.bytes == 0 { reader.error("max_size must be more than 0", at: node.location) }
+            if maxSize > config.maxSize {
+                reader.warning("max_size \(maxSize) is above the global max_size \(config.maxSize); the global cap applies", at: node.location)
+            }
+        }
+        let notBefore = entries["not_before"].flatMap { reader.value($0.value, what: "not_before", Timestamp.parse) }
+        let expires = entries["expires"].flatMap { reader.value($0.value, what: "expires", Timestamp.parse) }
+        var priority = Priority.normal
+        if let node = entries["priority"]?.value,
+           let value = reader.choice(node, what: "priority", Priority.allCases.map { ($0.rawValue, $0) }) {
+            priority = value
+        }
+        let headers = entries["headers"].map { decodeHeaders($0.value) } ?? []
+
+        guard let url, let path, claim(path, at: pathNode.location, entry: item.location) else { return }
+        if notBefore != nil || expires != nil {
+            pending.append((decoded.count, notBefore, expires, entries["expires"]?.value.location))
+        }
+        decoded.append(Resource(url: url, path: path, sha256: sha256, size: size?.bytes, maxSize: maxSize?.bytes,
+                                notBefore: nil, expires: nil, priority: priority, headers: headers, location: item.location))
+    }
+
+    /// The resources, with bare dates resolved in the feed's zone; merges diagnostics into `into`.
+    func finish(clock: ZoneClock, reader into: inout NodeReader) -> [Resource] {
+        for entry in pending {
+            let notBefore = entry.notBefore?.resolved(in: clock)
+            let expires = entry.expires?.resolved(in: clock)
+            decoded[entry.index].notBefore = notBefore
+            decoded[entry.index].expires = expires
+            if let notBefore, let expires, expires <= notBefore, let location = entry.expiresAt {
+                reader.error("expires is not after not_before: the resource could never be fetched", at: location)
+            }
+        }
+        into.absorb(reader)
+        return decoded
+    }
+
+    /// The URL path's last segment, percent-decoded, when it makes a safe file name.
+    private func defaultPath(_ url: ResourceURL, at location: SourceLocation) -> String? {
+        do {
+            guard let segment = try url.lastSegment(), !segment.isEmpty else {
+                reader.error("the URL ends in '/', so the resource needs a 'path'", at: location)
+                return nil
+            }
+            if segment.contains("/") {
+                reader.error("the URL's last segment '\(segment)' holds an encoded '/'; add a 'path'", at: location)
+                return nil
+            }
+            if let problem = RelativePath.problem(segment) {
+                reader.error("the URL's last segment '\(segment)' is not a safe file name (\(problem.message)); add a 'path'", at: location)
+                return nil
+            }
+            return segment
+        } catch {
+            reader.error(error.message + "; add a 'path'", at: location)
+            return nil
+        }
+    }
+
+    private func decodeHeaders(_ node: YAMLNode) -> [HeaderField] {
+        guard case .mapping(let pairs) = node.content else {
+            reader.error("headers must be a mapping of header names to values, found \(node.kindDescription)", at: node.location)
+            return []
+        }
+        var headers: [HeaderField] = []
+        var seen: [String: SourceLocation] = [:]
+        for pair in pairs {
+            guard let name = reader.value(pair.key, what: "a header name", { (text) throws(ValueError) -> String in
+                if let problem = HeaderTemplate.nameProblem(text) { throw problem }
+                return text
+            }) else { continue }
+            if let first = seen[name.lowercased()] {
+                reader.error("header '\(name)' is given twice (first at line \(first.line))", at: pair.key.location)
+                continue
+            }
+            seen[name.lowercased()] = pair.key.location
+            if let value = reader.value(pair.value, what: "header '\(name)'", HeaderTemplate.parse) {
+                headers.append(HeaderField(name: name, value: value))
+            }
+        }
+        return headers
+    }
+
+    /// Records `path` for this feed; false (with an error) when another resource has it,
+    /// or uses it as a folder, or has a file where it needs a folder.
+    private func claim(_ path: String, at location: SourceLocation, entry: SourceLocation) -> Bool {
+        if let first = files[path] {
+            reader.error("path '\(path)' is already used by the resource at line \(first.line)", at: location)
+            return false
+        }
+        if let other = folders[path] {
+            reader.error("path '\(path)' is also a folder of the resource at line \(other.line)", at: location)
+            return false
+        }
+        var ancestor = Substring(path)
+        var added: [String] = []
+        while let slash = ancestor.lastIndex(of: "/") {
+            ancestor = ancestor[..<slash]
+            let key = String(ancestor)
+            if let file = files[key] {
+                reader.error("path '\(path)' would put a folder where the resource at line \(file.line) keeps its file '\(key)'", at: location)
+                for folder in added { folders[folder] = nil }
+                return false
+            }
+            if folders[key] != nil { break }  // its ancestors are recorded already
+            folders[key] = entry
+            added.append(key)
+        }
+        files[path] = entry
+        return true
+    }
+}
+
+extension NodeReader {
+    /// Takes over another reader's diagnostics.
+    mutating func absorb(_ other: NodeReader) {
+        for diagnostic in other.diagnostics { diagnostics.append(diagnostic) }
+    }
+}
