@@ -6,7 +6,8 @@ struct JSONObject {
     private mutating func key(_ name: String) {
         text += first ? "" : ","
         first = false
-        text += JSONObject.quote(name) + ":"
+        // Field names are this file's own constants: plain ASCII, nothing to escape.
+        text += "\"" + name + "\":"
     }
 
     mutating func add(_ name: String, _ value: String?) {
@@ -48,6 +49,10 @@ struct JSONObject {
     var line: String { text + "}" }
 
     static func quote(_ string: String) -> String {
+        // Most values need no escaping: copy them whole.
+        if string.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            return "\"" + string + "\""
+        }
         var out = "\""
         for scalar in string.unicodeScalars {
             switch scalar {

@@ -27,6 +27,8 @@ public struct PlanItem: Sendable, Equatable {
     public var fits: Bool?
     /// The last error, for failed and backoff.
     public var error: String?
+    /// For due work: its place in the order a run starts transfers.
+    public var startOrder: Int?
 }
 
 /// A feed's header in the plan.

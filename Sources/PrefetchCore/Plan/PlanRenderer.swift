@@ -35,6 +35,13 @@ public struct PlanRenderer {
             for check in feed.holds { conditions.add(check.name + "_ok", check.ok) }
             line.add("conditions", object: conditions)
             out += line.line + "\n"
+            var times: [Int64: String] = [:]
+            func time(_ instant: Int64) -> String {
+                if let text = times[instant] { return text }
+                let text = TimeFormat.rfc3339(instant, clock: feed.clock)
+                times[instant] = text
+                return text
+            }
             for item in feed.items {
                 var row = JSONObject()
                 row.add("type", "resource")
@@ -43,12 +50,12 @@ public struct PlanRenderer {
                 row.add("url", item.url)
                 row.add("state", item.status.rawValue)
                 row.add("reason", item.reason)
-                row.add("next", item.next.map { TimeFormat.rfc3339($0, clock: feed.clock) })
+                row.add("next", item.next.map(time))
                 row.add("bytes", item.bytes)
                 row.add("remaining", item.remaining)
                 row.add("priority", item.priority.rawValue)
-                row.add("window_end", item.windowEnd.map { TimeFormat.rfc3339($0, clock: feed.clock) })
-                row.add("eta", item.estimatedFinish.map { TimeFormat.rfc3339($0, clock: feed.clock) })
+                row.add("window_end", item.windowEnd.map(time))
+                row.add("eta", item.estimatedFinish.map(time))
                 row.add("fits", item.fits)
                 row.add("error", item.error)
                 out += row.line + "\n"
@@ -132,36 +139,63 @@ public struct PlanRenderer {
 
     private func table(_ feed: FeedPlan) -> String {
         guard !feed.items.isEmpty else { return "  (no resources)\n" }
-        var rows: [[String]] = [["STATE", "PATH", "REASON", "NEXT", "BYTES"]]
-        rows.reserveCapacity(feed.items.count + 1)
+        let columns = 5
+        var cells: [String] = ["STATE", "PATH", "REASON", "NEXT", "BYTES"]
+        cells.reserveCapacity((feed.items.count + 1) * columns)
+        // Many rows share a time (a window opening, a release): format each instant once.
+        var times: [Int64: String] = [:]
+        func time(_ instant: Int64) -> String {
+            if let text = times[instant] { return text }
+            let text = TimeFormat.local(instant, clock: feed.clock, withUTC: false)
+            times[instant] = text
+            return text
+        }
         for item in feed.items {
-            var next = item.next.map { TimeFormat.local($0, clock: feed.clock, withUTC: false) } ?? "-"
+            var next = item.next.map(time) ?? "-"
             if item.status == .due, let eta = item.estimatedFinish {
-                next = "eta " + TimeFormat.local(eta, clock: feed.clock, withUTC: false)
+                next = "eta " + time(eta)
                 if item.fits == false { next += " (after the window closes)" }
             }
             var bytes = item.bytes.map { ByteSize.format($0) } ?? "?"
             if let remaining = item.remaining, let total = item.bytes, remaining != total, item.status != .fresh, item.status != .expired {
                 bytes += " (\(ByteSize.format(remaining)) left)"
             }
-            rows.append([item.status.rawValue, item.path, item.reason, next, bytes])
+            cells.append(item.status.rawValue)
+            cells.append(item.path)
+            cells.append(item.reason)
+            cells.append(next)
+            cells.append(bytes)
         }
-        var widths = [Int](repeating: 0, count: 5)
-        for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
+        var widths = [Int](repeating: 0, count: columns)
+        for (index, cell) in cells.enumerated() {
+            widths[index % columns] = max(widths[index % columns], Self.width(cell))
+        }
+        let spaces = String(repeating: " ", count: (widths.max() ?? 0) + 2)
         var out = ""
-        for (index, row) in rows.enumerated() {
-            var line = "  "
-            for (i, cell) in row.enumerated() {
-                let padded = i == 4 ? cell : cell + String(repeating: " ", count: widths[i] - cell.count) + "  "
-                if index > 0, i == 0, let status = ResourceStatus(rawValue: cell) {
-                    line += paint(padded, Self.colors[status] ?? "0")
-                } else {
-                    line += padded
+        out.reserveCapacity(cells.count * 16)
+        for row in 0..<(cells.count / columns) {
+            out += "  "
+            for column in 0..<columns {
+                let cell = cells[row * columns + column]
+                if column == columns - 1 {
+                    out += cell
+                    continue
                 }
+                if row > 0, column == 0, color, let status = ResourceStatus(rawValue: cell) {
+                    out += paint(cell, Self.colors[status] ?? "0")
+                } else {
+                    out += cell
+                }
+                out += spaces.prefix(widths[column] - Self.width(cell) + 2)
             }
-            out += line + "\n"
+            out += "\n"
         }
         return out
+    }
+
+    /// Display width: characters, counted fast for ASCII.
+    private static func width(_ text: String) -> Int {
+        text.utf8.allSatisfy { $0 < 0x80 } ? text.utf8.count : text.count
     }
 
     private static let colors: [ResourceStatus: String] = [

@@ -14,19 +14,27 @@ public enum Planner {
                         throughputMeasured: input.state.throughput != nil, order: [])
         orderDueWork(&plan, input: input)
         // Rows: due work first in the order a run starts it, then by state, then manifest order.
-        let position = Dictionary(plan.order.enumerated().map { ($0.element, $0.offset) }, uniquingKeysWith: { a, _ in a })
-        let rank: [ResourceStatus: Int] = [.due: 0, .waiting: 1, .deferred: 2, .backoff: 3, .failed: 4, .fresh: 5, .expired: 6]
         for index in plan.feeds.indices {
-            plan.feeds[index].items = plan.feeds[index].items.enumerated().sorted { a, b in
-                let x = a.element, y = b.element
-                if x.status != y.status { return rank[x.status]! < rank[y.status]! }
-                if x.status == .due {
-                    return position[ResourceKey(feed: x.feed, path: x.path)] ?? 0 < position[ResourceKey(feed: y.feed, path: y.path)] ?? 0
-                }
-                return a.offset < b.offset
-            }.map(\.element)
+            let items = plan.feeds[index].items
+            let keys = items.enumerated().map { offset, item -> (Int, Int) in
+                (Self.rowRank(item.status), item.status == .due ? (item.startOrder ?? offset) : offset)
+            }
+            let sorted = items.indices.sorted { keys[$0] < keys[$1] }
+            plan.feeds[index].items = sorted.map { items[$0] }
         }
         return plan
+    }
+
+    static func rowRank(_ status: ResourceStatus) -> Int {
+        switch status {
+        case .due: return 0
+        case .waiting: return 1
+        case .deferred: return 2
+        case .backoff: return 3
+        case .failed: return 4
+        case .fresh: return 5
+        case .expired: return 6
+        }
     }
 
     // MARK: One feed
@@ -51,11 +59,12 @@ public enum Planner {
             let key = ResourceKey(feed: feed.name, path: resource.path)
             let state = input.state.resources[key]
             let cached = input.cached.contains(key)
-            let urlHash = ResourceURL.hash(of: resource.url)
+            // Hashing the URL is only needed to compare with what was recorded.
+            let urlHash = state == nil ? "" : ResourceURL.hash(of: resource.url)
             let bytes = resource.size ?? (cached ? state?.length : nil) ?? state?.partial?.totalLength
             var item = PlanItem(feed: feed.name, path: resource.path, url: resource.url.redacted, status: .due,
                                 reason: "", next: nil, bytes: bytes, remaining: bytes, priority: resource.priority,
-                                windowEnd: nil, estimatedFinish: nil, fits: nil, error: nil)
+                                windowEnd: nil, estimatedFinish: nil, fits: nil, error: nil, startOrder: nil)
 
             // expired
             if let expires = resource.expires, expires <= now {
@@ -212,6 +221,7 @@ public enum Planner {
             let finish = plan.now + Int64(elapsed.rounded(.up))
             item.estimatedFinish = finish
             item.fits = item.windowEnd.map { finish <= $0 } ?? true
+            item.startOrder = plan.order.count
             plan.feeds[slot.feed].items[slot.item] = item
             plan.order.append(ResourceKey(feed: item.feed, path: item.path))
         }

@@ -24,67 +24,72 @@ public struct ResourceURL: Sendable, Hashable, CustomStringConvertible {
     /// The origin that connection caps count by: scheme, host and port.
     public var origin: String { "\(scheme)://\(host):\(port)" }
 
-    /// Parses an absolute http(s) URL.
+    /// Parses an absolute http(s) URL. Works on UTF-8 bytes (manifests list many URLs);
+    /// error offsets are converted to characters.
     public static func parse(_ text: String) throws(ValueError) -> ResourceURL {
-        let chars = Array(text.unicodeScalars)
-        for (index, scalar) in chars.enumerated() where scalar.value <= 0x20 || scalar.value == 0x7f {
-            throw ValueError(scalar == " " ? "a URL cannot contain spaces; write them as %20" : "a URL cannot contain control characters", at: index)
+        let u = Array(text.utf8)
+        func characters(_ byte: Int) -> Int { String(decoding: u[..<byte], as: UTF8.self).count }
+        func string(_ range: Range<Int>) -> String { String(decoding: u[range], as: UTF8.self) }
+        for (index, byte) in u.enumerated() {
+            let c1 = byte == 0xC2 && index + 1 < u.count && (0x80...0x9F).contains(u[index + 1])
+            if byte <= 0x20 || byte == 0x7f || c1 {
+                throw ValueError(byte == 0x20 ? "a URL cannot contain spaces; write them as %20" : "a URL cannot contain control characters",
+                                 at: characters(index))
+            }
         }
-        guard let colon = text.firstIndex(of: ":") else {
+        guard let colon = u.firstIndex(of: UInt8(ascii: ":")) else {
             throw ValueError("expected an absolute URL such as https://example.com/file")
         }
-        let scheme = text[..<colon].lowercased()
+        let scheme = string(0..<colon).lowercased()
         guard scheme == "http" || scheme == "https" else {
             throw ValueError("only http and https URLs are fetched, not '\(scheme)'")
         }
-        let afterScheme = text[text.index(after: colon)...]
-        guard afterScheme.hasPrefix("//") else {
-            throw ValueError("expected '//' after '\(scheme):'", at: scheme.count + 1)
+        guard u.count >= colon + 3, u[colon + 1] == UInt8(ascii: "/"), u[colon + 2] == UInt8(ascii: "/") else {
+            throw ValueError("expected '//' after '\(scheme):'", at: characters(colon + 1))
         }
-        let authorityStart = afterScheme.index(afterScheme.startIndex, offsetBy: 2)
-        let rest = text[authorityStart...]
-        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
-        let authority = String(rest[..<authorityEnd])
-        let authorityOffset = scheme.count + 3
-        if authority.contains("@") {
-            throw ValueError("credentials in a URL would be shown in logs; send them as a header with ${VAR}", at: authorityOffset)
+        let authorityStart = colon + 3
+        var authorityEnd = authorityStart
+        while authorityEnd < u.count, u[authorityEnd] != UInt8(ascii: "/"), u[authorityEnd] != UInt8(ascii: "?"),
+              u[authorityEnd] != UInt8(ascii: "#") {
+            authorityEnd += 1
         }
-        var host = authority
+        if u[authorityStart..<authorityEnd].contains(UInt8(ascii: "@")) {
+            throw ValueError("credentials in a URL would be shown in logs; send them as a header with ${VAR}", at: characters(authorityStart))
+        }
+        var hostEnd = authorityEnd
+        if authorityStart < authorityEnd, u[authorityStart] == UInt8(ascii: "[") {
+            guard let close = u[authorityStart..<authorityEnd].firstIndex(of: UInt8(ascii: "]")) else {
+                throw ValueError("unclosed '[' in the URL's host", at: characters(authorityStart))
+            }
+            hostEnd = close + 1
+            if hostEnd < authorityEnd, u[hostEnd] != UInt8(ascii: ":") {
+                throw ValueError("unexpected text after the IPv6 address", at: characters(authorityStart))
+            }
+        } else if let portColon = u[authorityStart..<authorityEnd].firstIndex(of: UInt8(ascii: ":")) {
+            hostEnd = portColon
+        }
         var port = scheme == "https" ? 443 : 80
-        let hostEnd: String.Index?
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else {
-                throw ValueError("unclosed '[' in the URL's host", at: authorityOffset)
-            }
-            hostEnd = authority.index(after: close) < authority.endIndex ? authority.index(after: close) : nil
-            if let hostEnd, authority[hostEnd] != ":" {
-                throw ValueError("unexpected text after the IPv6 address", at: authorityOffset)
-            }
-        } else {
-            hostEnd = authority.firstIndex(of: ":")
-        }
-        if let hostEnd {
-            host = String(authority[..<hostEnd])
-            let portText = authority[authority.index(after: hostEnd)...]
-            let portOffset = authorityOffset + authority.distance(from: authority.startIndex, to: hostEnd) + 1
-            if !portText.isEmpty {  // `host:` means the default port (RFC 3986 §3.2.3)
-                guard let number = Int(portText), portText.allSatisfy({ $0.isASCII && $0.isNumber }), (1...65535).contains(number) else {
-                    throw ValueError("the port must be a number from 1 to 65535", at: portOffset)
+        if hostEnd < authorityEnd {  // ":" then the port; `host:` means the default port (RFC 3986 §3.2.3)
+            let digits = u[(hostEnd + 1)..<authorityEnd]
+            if !digits.isEmpty {
+                var number = 0
+                for digit in digits {
+                    guard digit >= 48, digit <= 57, number <= 65535 else { number = 0; break }
+                    number = number * 10 + Int(digit - 48)
+                }
+                guard (1...65535).contains(number) else {
+                    throw ValueError("the port must be a number from 1 to 65535", at: characters(hostEnd + 1))
                 }
                 port = number
             }
         }
-        guard !host.isEmpty else { throw ValueError("the URL has no host", at: authorityOffset) }
-        let tail = rest[authorityEnd...]
-        let withoutFragment = tail.firstIndex(of: "#").map { tail[..<$0] } ?? tail
-        var path = Substring(withoutFragment)
-        var query: String?
-        if let mark = withoutFragment.firstIndex(of: "?") {
-            path = withoutFragment[..<mark]
-            query = String(withoutFragment[withoutFragment.index(after: mark)...])
-        }
-        return ResourceURL(text: text, scheme: scheme, host: host.lowercased(), port: port,
-                           path: path.isEmpty ? "/" : String(path), query: query)
+        guard hostEnd > authorityStart else { throw ValueError("the URL has no host", at: characters(authorityStart)) }
+        let fragment = u[authorityEnd...].firstIndex(of: UInt8(ascii: "#")) ?? u.count
+        let mark = u[authorityEnd..<fragment].firstIndex(of: UInt8(ascii: "?"))
+        let pathEnd = mark ?? fragment
+        return ResourceURL(text: text, scheme: scheme, host: string(authorityStart..<hostEnd).lowercased(), port: port,
+                           path: pathEnd > authorityEnd ? string(authorityEnd..<pathEnd) : "/",
+                           query: mark.map { string(($0 + 1)..<fragment) })
     }
 
     /// The default cache path: the URL path's last segment, percent-decoded, without the
