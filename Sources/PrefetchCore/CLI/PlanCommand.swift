@@ -19,7 +19,11 @@ enum PlanCommand {
                               machineID: MachineID.find(environment: context.environment, config: config))
         let plan = Planner.plan(input)
         let renderer = PlanRenderer(color: context.console.colorOut)
-        context.console.out(context.arguments.flags.contains("--json") ? renderer.json(plan) : renderer.text(plan))
+        if context.arguments.flags.contains("--json") {
+            renderer.json(plan, to: context.console.out)
+        } else {
+            renderer.text(plan, to: context.console.out)
+        }
         return .success
     }
 }

@@ -10,7 +10,14 @@ public struct PlanRenderer {
 
     /// One object per line: a `feed` line, its `resource` lines, and a final `total`.
     public func json(_ plan: Plan) -> String {
-        var out = ""
+        var all = ""
+        json(plan) { all += $0 }
+        return all
+    }
+
+    /// Writes the JSON lines to `sink` in chunks of about 64 KiB.
+    public func json(_ plan: Plan, to sink: @escaping (String) -> Void) {
+        var out = ChunkedOutput(sink: sink)
         for feed in plan.feeds {
             var line = JSONObject()
             line.add("type", "feed")
@@ -59,6 +66,7 @@ public struct PlanRenderer {
                 row.add("fits", item.fits)
                 row.add("error", item.error)
                 out += row.line + "\n"
+                out.flushIfFull()
             }
         }
         var total = JSONObject()
@@ -76,20 +84,27 @@ public struct PlanRenderer {
         total.add("throughput_bps", plan.throughput)
         total.add("throughput_measured", plan.throughputMeasured)
         out += total.line + "\n"
-        return out
+        out.flush()
     }
 
     // MARK: Text
 
     public func text(_ plan: Plan) -> String {
-        var out = ""
+        var all = ""
+        text(plan) { all += $0 }
+        return all
+    }
+
+    /// Writes the text to `sink` in chunks of about 64 KiB.
+    public func text(_ plan: Plan, to sink: @escaping (String) -> Void) {
+        var out = ChunkedOutput(sink: sink)
         for feed in plan.feeds {
             out += header(feed, plan: plan)
-            out += table(feed)
+            table(feed, into: &out)
             out += "\n"
         }
         out += footer(plan)
-        return out
+        out.flush()
     }
 
     private func header(_ feed: FeedPlan, plan: Plan) -> String {
@@ -137,8 +152,11 @@ public struct PlanRenderer {
         return out
     }
 
-    private func table(_ feed: FeedPlan) -> String {
-        guard !feed.items.isEmpty else { return "  (no resources)\n" }
+    private func table(_ feed: FeedPlan, into out: inout ChunkedOutput) {
+        guard !feed.items.isEmpty else {
+            out += "  (no resources)\n"
+            return
+        }
         let columns = 5
         var cells: [String] = ["STATE", "PATH", "REASON", "NEXT", "BYTES"]
         cells.reserveCapacity((feed.items.count + 1) * columns)
@@ -150,19 +168,22 @@ public struct PlanRenderer {
             times[instant] = text
             return text
         }
-        for item in feed.items {
-            var next = item.next.map(time) ?? "-"
-            if item.status == .due, let eta = item.estimatedFinish {
+        let items = feed.items
+        for i in items.indices {
+            let status = items[i].status
+            var next = items[i].next.map(time) ?? "-"
+            if status == .due, let eta = items[i].estimatedFinish {
                 next = "eta " + time(eta)
-                if item.fits == false { next += " (after the window closes)" }
+                if items[i].fits == false { next += " (after the window closes)" }
             }
-            var bytes = item.bytes.map { ByteSize.format($0) } ?? "?"
-            if let remaining = item.remaining, let total = item.bytes, remaining != total, item.status != .fresh, item.status != .expired {
+            let total = items[i].bytes
+            var bytes = total.map { ByteSize.format($0) } ?? "?"
+            if let remaining = items[i].remaining, let total, remaining != total, status != .fresh, status != .expired {
                 bytes += " (\(ByteSize.format(remaining)) left)"
             }
-            cells.append(item.status.rawValue)
-            cells.append(item.path)
-            cells.append(item.reason)
+            cells.append(status.rawValue)
+            cells.append(items[i].path)
+            cells.append(items[i].reason)
             cells.append(next)
             cells.append(bytes)
         }
@@ -171,8 +192,6 @@ public struct PlanRenderer {
             widths[index % columns] = max(widths[index % columns], Self.width(cell))
         }
         let spaces = String(repeating: " ", count: (widths.max() ?? 0) + 2)
-        var out = ""
-        out.reserveCapacity(cells.count * 16)
         for row in 0..<(cells.count / columns) {
             out += "  "
             for column in 0..<columns {
@@ -189,8 +208,8 @@ public struct PlanRenderer {
                 out += spaces.prefix(widths[column] - Self.width(cell) + 2)
             }
             out += "\n"
+            out.flushIfFull()
         }
-        return out
     }
 
     /// Display width: characters, counted fast for ASCII.
@@ -241,15 +260,49 @@ public struct PlanRenderer {
         var notFitting = 0
 
         init(_ plan: Plan) {
+            // By index and field: iterating the items themselves would copy each one.
             for feed in plan.feeds {
-                for item in feed.items {
-                    count[item.status, default: 0] += 1
-                    bytes[item.status, default: 0] += item.bytes ?? 0
-                    remaining[item.status, default: 0] += item.remaining ?? 0
-                    if item.bytes == nil, [.due, .waiting, .deferred].contains(item.status) { unknownSizes += 1 }
-                    if item.fits == false { notFitting += 1 }
+                let items = feed.items
+                for i in items.indices {
+                    let status = items[i].status
+                    count[status, default: 0] += 1
+                    bytes[status, default: 0] += items[i].bytes ?? 0
+                    remaining[status, default: 0] += items[i].remaining ?? 0
+                    if items[i].bytes == nil, status == .due || status == .waiting || status == .deferred { unknownSizes += 1 }
+                    if items[i].fits == false { notFitting += 1 }
                 }
             }
         }
+    }
+}
+
+/// Text collected in a buffer and handed to a sink about every 64 KiB, so large plans
+/// stream out instead of building one huge string.
+struct ChunkedOutput {
+    let sink: (String) -> Void
+    private var buffer = ""
+    private static let chunk = 1 << 16
+
+    init(sink: @escaping (String) -> Void) {
+        self.sink = sink
+        buffer.reserveCapacity(Self.chunk + 4096)
+    }
+
+    static func += (output: inout ChunkedOutput, text: String) {
+        output.buffer += text
+    }
+
+    static func += (output: inout ChunkedOutput, text: Substring) {
+        output.buffer += text
+    }
+
+    mutating func flushIfFull() {
+        if buffer.utf8.count >= Self.chunk { flush() }
+    }
+
+    mutating func flush() {
+        guard !buffer.isEmpty else { return }
+        sink(buffer)
+        buffer.removeAll(keepingCapacity: true)
     }
 }

@@ -16,9 +16,10 @@ public enum Planner {
         // Rows: due work first in the order a run starts it, then by state, then manifest order.
         for index in plan.feeds.indices {
             let items = plan.feeds[index].items
-            let keys = items.enumerated().map { offset, item -> (Int, Int) in
-                (Self.rowRank(item.status), item.status == .due ? (item.startOrder ?? offset) : offset)
+            let keys = items.indices.map { i -> (Int, Int) in
+                (Self.rowRank(items[i].status), items[i].status == .due ? (items[i].startOrder ?? i) : i)
             }
+            guard zip(keys, keys.dropFirst()).contains(where: { $0.0 > $0.1 }) else { continue }  // in order already
             let sorted = items.indices.sorted { keys[$0] < keys[$1] }
             plan.feeds[index].items = sorted.map { items[$0] }
         }
@@ -185,45 +186,46 @@ public enum Planner {
     /// Orders due work (priority, earliest window end, smallest size), holds back what would
     /// break `min_free_space`, and estimates finish times at the recorded throughput.
     static func orderDueWork(_ plan: inout Plan, input: PlanInput) {
-        var due: [(feed: Int, item: Int)] = []
+        // Small sort keys, not the items themselves: ties go by feed order, then manifest order.
+        struct Slot: Comparable {
+            var priority: Int, windowEnd: Int64, size: UInt64, feed: Int, item: Int
+            static func < (a: Slot, b: Slot) -> Bool {
+                (a.priority, a.windowEnd, a.size, a.feed, a.item) < (b.priority, b.windowEnd, b.size, b.feed, b.item)
+            }
+        }
+        var due: [Slot] = []
         for (f, feedPlan) in plan.feeds.enumerated() {
-            for (i, item) in feedPlan.items.enumerated() where item.status == .due { due.append((f, i)) }
+            for (i, item) in feedPlan.items.enumerated() where item.status == .due {
+                due.append(Slot(priority: item.priority == .high ? 0 : item.priority == .normal ? 1 : 2,
+                                windowEnd: item.windowEnd ?? Int64.max, size: item.remaining ?? UInt64.max, feed: f, item: i))
+            }
         }
-        due.sort { a, b in
-            let x = plan.feeds[a.feed].items[a.item], y = plan.feeds[b.feed].items[b.item]
-            if x.priority != y.priority { return x.priority < y.priority }
-            let xe = x.windowEnd ?? Int64.max, ye = y.windowEnd ?? Int64.max
-            if xe != ye { return xe < ye }
-            let xs = x.remaining ?? UInt64.max, ys = y.remaining ?? UInt64.max
-            if xs != ys { return xs < ys }
-            return (x.feed, x.path) < (y.feed, y.path)
-        }
-        let feedsByName = Dictionary(input.feeds.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        due.sort()
+        let minimums = input.feeds.map { $0.conditions.minFreeSpace?.bytes ?? 0 }
+        let feedIndex = Dictionary(input.feeds.enumerated().map { ($0.element.name, $0.offset) }, uniquingKeysWith: { a, _ in a })
         var committed: UInt64 = 0
         var elapsed: Double = 0
         for slot in due {
-            var item = plan.feeds[slot.feed].items[slot.item]
-            let remaining = item.remaining ?? 0
-            let minimum = feedsByName[item.feed]?.conditions.minFreeSpace?.bytes ?? 0
+            let remaining = plan.feeds[slot.feed].items[slot.item].remaining ?? 0
+            let minimum = feedIndex[plan.feeds[slot.feed].name].map { minimums[$0] } ?? 0
             if let free = input.conditions.freeBytes {
                 let have = free > committed ? free - committed : 0
                 let need = minimum + remaining
                 if have < need {
-                    item.status = .waiting
-                    item.reason = "free space \(ByteSize.format(have)) < \(ByteSize.format(need))"
-                    item.windowEnd = nil
-                    plan.feeds[slot.feed].items[slot.item] = item
+                    plan.feeds[slot.feed].items[slot.item].status = .waiting
+                    plan.feeds[slot.feed].items[slot.item].reason = "free space \(ByteSize.format(have)) < \(ByteSize.format(need))"
+                    plan.feeds[slot.feed].items[slot.item].windowEnd = nil
                     continue
                 }
             }
             committed += remaining
             elapsed += Double(remaining) / plan.throughput
             let finish = plan.now + Int64(elapsed.rounded(.up))
-            item.estimatedFinish = finish
-            item.fits = item.windowEnd.map { finish <= $0 } ?? true
-            item.startOrder = plan.order.count
-            plan.feeds[slot.feed].items[slot.item] = item
-            plan.order.append(ResourceKey(feed: item.feed, path: item.path))
+            let windowEnd = plan.feeds[slot.feed].items[slot.item].windowEnd
+            plan.feeds[slot.feed].items[slot.item].estimatedFinish = finish
+            plan.feeds[slot.feed].items[slot.item].fits = windowEnd.map { finish <= $0 } ?? true
+            plan.feeds[slot.feed].items[slot.item].startOrder = plan.order.count
+            plan.order.append(ResourceKey(feed: plan.feeds[slot.feed].name, path: plan.feeds[slot.feed].items[slot.item].path))
         }
     }
 }
