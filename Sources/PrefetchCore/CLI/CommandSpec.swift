@@ -71,7 +71,7 @@ public enum Commands {
                     options: [feeds, cache, OptionSpec("--feed", value: "NAME", "Only this feed."), assume, json,
                               OptionSpec("--quiet", "Print only errors."), config],
                     discussion: "One pass, as a cron line or a systemd timer calls it. Exit 0 on success, 1 when a transfer failed, 75 when another writer holds the cache.",
-                    available: false),
+                    available: true),
         CommandSpec(name: "daemon", abstract: "Run forever, waking for each release, window and retry.", arguments: nil,
                     options: [feeds, cache, config],
                     discussion: "SIGTERM/SIGINT stop resumably, SIGHUP reloads feeds, SIGUSR1 plans and runs now.",

@@ -53,6 +53,8 @@ public enum Prefetch {
             code = ValidateCommand.run(context)
         case "plan":
             code = PlanCommand.run(context)
+        case "run":
+            code = RunCommand.run(context)
         default:
             console.err("prefetch: '\(spec.name)' is not available yet in prefetch \(HelpText.version); see 'prefetch help'\n")
             code = .usage

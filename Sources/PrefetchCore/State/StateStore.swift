@@ -237,6 +237,27 @@ public final class StateStore {
                   .optional(partial.syncedOffset), .int(partial.updatedAt)])
     }
 
+    /// Forgets a partial (its file is gone or no longer trusted).
+    public func deletePartial(_ key: ResourceKey) throws(SQLiteError) {
+        try db.run("DELETE FROM partials WHERE feed = ? AND path = ?", [.text(key.feed), .text(key.path)])
+    }
+
+    /// Forgets everything about a resource (it left the manifest or expired).
+    public func deleteResource(_ key: ResourceKey) throws(SQLiteError) {
+        try db.run("DELETE FROM resources WHERE feed = ? AND path = ?", [.text(key.feed), .text(key.path)])
+        try deletePartial(key)
+    }
+
+    /// Records one attempt in the history.
+    public func recordAttempt(_ key: ResourceKey, startedAt: Int64, finishedAt: Int64, bytes: UInt64, httpStatus: Int?,
+                              outcome: String, error: String?) throws(SQLiteError) {
+        try db.run("""
+            INSERT INTO attempts (feed, path, started_at, finished_at, bytes, http_status, outcome, error)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """, [.text(key.feed), .text(key.path), .int(startedAt), .int(finishedAt), .optional(bytes),
+                  httpStatus.map { .int(Int64($0)) } ?? .null, .text(outcome), .optional(error)])
+    }
+
     /// Adds bytes moved over a metered link to a feed's local day.
     public func addMeteredBytes(_ day: MeteredDay, _ bytes: UInt64) throws(SQLiteError) {
         try db.run("""

@@ -1,0 +1,155 @@
+import Foundation
+
+/// Renders a run's events: JSON lines, plain log lines, or live progress bars on a terminal.
+final class RunReporter {
+    enum Mode { case json, plain, terminal }
+
+    private let mode: Mode
+    private let quiet: Bool
+    private let console: Console
+    private var drawnLines = 0
+    private var lastProgress: [TransferProgress] = []
+    private var lastJSONProgress = Date.distantPast
+
+    init(mode: Mode, quiet: Bool, console: Console) {
+        self.mode = mode
+        self.quiet = quiet
+        self.console = console
+    }
+
+    private func name(_ key: ResourceKey) -> String { key.feed + "/" + key.path }
+
+    func handle(_ event: RunEvent) {
+        switch mode {
+        case .json: json(event)
+        case .plain, .terminal: text(event)
+        }
+    }
+
+    private func json(_ event: RunEvent) {
+        var line = JSONObject()
+        func key(_ type: String, _ key: ResourceKey) {
+            line.add("type", type)
+            line.add("feed", key.feed)
+            line.add("path", key.path)
+        }
+        switch event {
+        case .started(let k, let url, let total, let resumeAt):
+            key("start", k); line.add("url", url); line.add("bytes", total); line.add("resume_at", resumeAt)
+        case .progress(let transfers):
+            guard Date().timeIntervalSince(lastJSONProgress) >= 1 else { return }
+            lastJSONProgress = Date()
+            for transfer in transfers {
+                var row = JSONObject()
+                row.add("type", "progress"); row.add("feed", transfer.key.feed); row.add("path", transfer.key.path)
+                row.add("bytes", transfer.bytes); row.add("total", transfer.total); row.add("rate_bps", transfer.rate)
+                console.out(row.line + "\n")
+            }
+            return
+        case .placed(let k, let bytes, let seconds):
+            key("placed", k); line.add("bytes", bytes); line.add("seconds", seconds)
+        case .fresh(let k):
+            key("fresh", k); line.add("reason", "not modified")
+        case .paused(let k, let reason, let offset):
+            key("paused", k); line.add("reason", reason); line.add("offset", offset)
+        case .retrying(let k, let message, let after):
+            key("failed", k); line.add("error", message); line.add("retry_in_s", after); line.add("final", false)
+        case .failed(let k, let message, let retryAt):
+            key("failed", k); line.add("error", message); line.add("retry_at", retryAt.map { TimeFormat.rfc3339($0, clock: ZoneClock(TimeZone(identifier: "UTC")!)) })
+            line.add("final", true)
+        }
+        console.out(line.line + "\n")
+    }
+
+    private func text(_ event: RunEvent) {
+        switch event {
+        case .progress(let transfers):
+            lastProgress = transfers
+            if mode == .terminal && !quiet { redraw() }
+            return
+        case .started:
+            return
+        case .placed(let k, let bytes, let seconds):
+            log("placed  \(name(k))  \(ByteSize.format(bytes)) in \(String(format: "%.1f", seconds))s"
+                + (seconds > 0.05 ? " (\(ByteSize.format(UInt64(Double(bytes) / seconds)))/s)" : ""))
+        case .fresh(let k):
+            log("fresh   \(name(k))  (not modified)")
+        case .paused(let k, let reason, let offset):
+            log("paused  \(name(k))  \(reason), \(ByteSize.format(offset)) kept for resume")
+        case .retrying(let k, let message, let after):
+            log("retry   \(name(k))  \(message); again in \(after)s")
+        case .failed(let k, let message, let retryAt):
+            var text = k.feed.isEmpty ? "prefetch: error: \(message)" : "failed  \(name(k))  \(message)"
+            if let retryAt { text += "; retry after " + TimeFormat.local(retryAt, clock: ZoneClock(TimeZone.current), withUTC: false) }
+            log(text, error: true)
+        }
+    }
+
+    /// A log line above the progress block (errors to stderr; `--quiet` keeps only those).
+    private func log(_ line: String, error: Bool = false) {
+        if quiet && !error { return }
+        clearBlock()
+        if error { console.err(line + "\n") } else { console.out(line + "\n") }
+        if mode == .terminal && !quiet { redraw() }
+    }
+
+    private func clearBlock() {
+        guard mode == .terminal, drawnLines > 0 else { return }
+        console.out("\u{1b}[\(drawnLines)A\u{1b}[J")
+        drawnLines = 0
+    }
+
+    /// One bar per transfer and one for all of them: bytes, rate, ETA.
+    private func redraw() {
+        clearBlock()
+        guard !lastProgress.isEmpty else { return }
+        var lines: [String] = []
+        var bytes: UInt64 = 0, total: UInt64 = 0, rate = 0.0, totalKnown = true
+        for transfer in lastProgress.prefix(8) { lines.append(Self.bar(name(transfer.key), transfer.bytes, transfer.total, transfer.rate)) }
+        if lastProgress.count > 8 { lines.append("  … and \(lastProgress.count - 8) more") }
+        for transfer in lastProgress {
+            bytes += transfer.bytes
+            rate += transfer.rate
+            if let t = transfer.total { total += t } else { totalKnown = false }
+        }
+        lines.append(Self.bar("all \(lastProgress.count) active", bytes, totalKnown ? total : nil, rate))
+        console.out(lines.joined(separator: "\n") + "\n")
+        drawnLines = lines.count
+    }
+
+    static func bar(_ label: String, _ bytes: UInt64, _ total: UInt64?, _ rate: Double) -> String {
+        let width = 24
+        var text = "  " + (label.count > 36 ? "…" + label.suffix(35) : label.padding(toLength: 36, withPad: " ", startingAt: 0)) + " "
+        if let total, total > 0 {
+            let fraction = min(1, Double(bytes) / Double(total))
+            let filled = Int(fraction * Double(width))
+            text += "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "] "
+            text += String(format: "%3d%% ", Int(fraction * 100))
+            text += "\(ByteSize.format(bytes))/\(ByteSize.format(total))"
+            if rate > 0 { text += "  \(ByteSize.format(UInt64(rate)))/s  ETA \(TimeSpan(seconds: Int64(Double(total - min(total, bytes)) / rate)))" }
+        } else {
+            text += "\(ByteSize.format(bytes))"
+            if rate > 0 { text += "  \(ByteSize.format(UInt64(rate)))/s" }
+        }
+        return text
+    }
+
+    func summary(_ summary: EngineSummary, seconds: Double, exit: ExitCode, notDue: Int) {
+        clearBlock()
+        if mode == .json {
+            var line = JSONObject()
+            line.add("type", "summary")
+            line.add("placed", Int64(summary.placed)); line.add("fresh", Int64(summary.fresh))
+            line.add("failed", Int64(summary.failed)); line.add("paused", Int64(summary.paused))
+            line.add("not_due", Int64(notDue)); line.add("bytes", summary.bodyBytes); line.add("seconds", seconds)
+            line.add("disk_full", summary.diskFull); line.add("exit", Int64(exit.rawValue))
+            console.out(line.line + "\n")
+            return
+        }
+        if quiet && summary.failed == 0 && !summary.diskFull { return }
+        var text = "run: \(summary.placed) placed, \(summary.fresh) fresh (304), \(summary.failed) failed, \(summary.paused) paused"
+        text += "; \(ByteSize.format(summary.bodyBytes)) in \(String(format: "%.1f", seconds))s"
+        if notDue > 0 { text += "; \(notDue) not due now (see prefetch plan)" }
+        console.out(text + "\n")
+    }
+}

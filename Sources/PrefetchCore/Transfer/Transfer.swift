@@ -1,0 +1,423 @@
+import Foundation
+internal import CCurl
+
+/// What one resource's transfer needs to know before it starts.
+struct TransferJob {
+    let feed: Feed
+    let resource: Resource
+    let key: ResourceKey
+    let urlHash: String
+    /// The release the attempt belongs to (failures count within it).
+    let release: Int64
+    /// Validators of the cached copy, for a conditional request (revalidation).
+    let cachedValidators: Validators?
+    /// The partial recorded in state.db, if any.
+    let partial: PartialState?
+    /// Consecutive failures in this release before this attempt.
+    var failures: Int
+    /// Not started before this instant (a retry within the run).
+    var notBefore: Int64 = 0
+}
+
+/// How a transfer ended.
+enum TransferOutcome {
+    /// Verified and ready to place: the partial holds exactly the new version.
+    case complete(bytes: UInt64, validators: Validators, sha256: String)
+    /// 304: the cached copy is current.
+    case notModified(Validators)
+    /// Follow this redirect (already checked: scheme, loop, count).
+    case redirect(String)
+    case failed(TransferFailure)
+}
+
+/// Why a transfer failed, and what that means for retries (SPEC §5).
+struct TransferFailure: Error {
+    enum Kind {
+        /// Network error, 5xx, 429, short body: retried with backoff; the partial is kept.
+        case transient
+        /// 404, 410, 401, 403, TLS, bad redirects: failed until the next release.
+        case permanent
+        /// size or sha256 mismatch, over the cap: counts as an attempt, not retried in this run.
+        case mismatch
+        /// The disk is full: pause everything, count no attempt.
+        case diskFull
+    }
+
+    var kind: Kind
+    var message: String
+    /// Seconds the server asked to wait (Retry-After), if any.
+    var retryAfter: Int64?
+    /// Whether the partial must be thrown away.
+    var discardPartial: Bool
+    var httpStatus: Int?
+}
+
+/// One resource's HTTP exchange (following redirects by hand so manifest headers never
+/// reach another origin), writing into its partial file and hashing as bytes arrive.
+final class Transfer {
+    let job: TransferJob
+    let easy = CurlEasy()
+    let partialName: String
+    let file: FileDescriptor
+    private(set) var hasher = SHA256()
+    /// Bytes in the partial (and hashed).
+    private(set) var offset: UInt64 = 0
+    /// Where the current request's Range starts (0: the whole body).
+    private(set) var requestedFrom: UInt64 = 0
+    /// Bytes known to be on disk (after an fsync), recorded in state.db.
+    var syncedOffset: UInt64 = 0
+    let cap: UInt64
+    let capName: String
+    private(set) var url: String
+    private var visited: Set<String> = []
+    private(set) var redirects = 0
+    private var conditional = false
+    private var ifRange: String?
+    /// Body bytes received in this run (for throughput and metered budgets).
+    private(set) var received: UInt64 = 0
+    /// Validators of the response that produced the partial's bytes.
+    private(set) var partialValidators = Validators()
+    private(set) var expectedTotal: UInt64?
+    let startedAt = Date()
+
+    // The response being received.
+    private var status = 0
+    private var headers: [String: String] = [:]
+    private var decided = false
+    private var callbackFailure: TransferFailure?
+
+    init(job: TransferJob, file: FileDescriptor, partialName: String, existing: UInt64?, globalCap: UInt64) {
+        self.job = job
+        self.file = file
+        self.partialName = partialName
+        url = job.resource.url.text
+        if let size = job.resource.size {
+            cap = size
+            capName = "size \(size)"
+        } else if let maxSize = job.resource.maxSize, maxSize < globalCap {
+            cap = maxSize
+            capName = "max_size \(ByteSize.format(maxSize))"
+        } else {
+            cap = globalCap
+            capName = "the global max_size \(ByteSize.format(globalCap))"
+        }
+        prepareResume(existing: existing)
+    }
+
+    /// FAULTS 2, 3, 7, 8: a partial is trusted up to the offset recorded after an fsync,
+    /// resumed with If-Range on a strong ETag (never a weak one), else Last-Modified, else
+    /// only when a sha256 will check the result; anything else restarts from zero.
+    private func prepareResume(existing: UInt64?) {
+        var resume: UInt64 = 0
+        if let partial = job.partial, partial.urlHash == job.urlHash, let existing, partial.syncedOffset > 0,
+           existing >= partial.syncedOffset {
+            if let etag = partial.validators.etag, !etag.hasPrefix("W/") {
+                ifRange = etag
+                resume = partial.syncedOffset
+            } else if let lastModified = partial.validators.lastModified {
+                ifRange = lastModified
+                resume = partial.syncedOffset
+            } else if job.resource.sha256 != nil {
+                resume = partial.syncedOffset
+            }
+            if resume > 0 { partialValidators = partial.validators }
+        }
+        if resume > 0, primeHash(upTo: resume) {
+            offset = resume
+            requestedFrom = resume
+        } else {
+            ifRange = nil
+            restartFromZero()
+        }
+        syncedOffset = offset
+        // Revalidate a cached copy only when not resuming: a 304 is never "complete" for a partial (FAULTS 11).
+        conditional = requestedFrom == 0 && job.cachedValidators.map { $0.etag != nil || $0.lastModified != nil } == true
+    }
+
+    /// Cuts the partial back to `length` and hashes those bytes once (FAULTS 2).
+    private func primeHash(upTo length: UInt64) -> Bool {
+        guard case .success = file.truncate(to: length), case .success = file.seek(to: 0) else { return false }
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var remaining = length
+        while remaining > 0 {
+            let want = Int(min(UInt64(buffer.count), remaining))
+            let got = buffer.withUnsafeMutableBytes { file.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want])) }
+            guard case .success(let n) = got, n > 0 else { return false }
+            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            remaining -= UInt64(n)
+        }
+        return true
+    }
+
+    private func restartFromZero() {
+        _ = file.truncate(to: 0)
+        _ = file.seek(to: 0)
+        hasher = SHA256()
+        offset = 0
+        requestedFrom = 0
+        syncedOffset = 0
+        partialValidators = Validators()
+    }
+
+    // MARK: Request
+
+    /// Configures the easy handle for the current URL. Throws for a missing `${VAR}`.
+    func configure(config: Config, environment: [String: String], maxRate: Int64?) throws(TransferFailure) {
+        status = 0
+        headers = [:]
+        decided = false
+        var lines = ["Accept-Encoding: identity"]  // ranges must refer to the stored bytes (FAULTS 15)
+        if isSameOrigin(url) {
+            for header in job.resource.headers {
+                do {
+                    lines.append("\(header.name): \(try header.value.resolve(environment))")
+                } catch {
+                    throw TransferFailure(kind: .permanent, message: "header \(header.name) needs the environment variable \(error.name), which is not set",
+                                          retryAfter: nil, discardPartial: false, httpStatus: nil)
+                }
+            }
+        }
+        if requestedFrom > 0 {
+            lines.append("Range: bytes=\(requestedFrom)-")
+            if let ifRange { lines.append("If-Range: \(ifRange)") }
+        } else if conditional, let validators = job.cachedValidators {
+            if let etag = validators.etag { lines.append("If-None-Match: \(etag)") }
+            if let lastModified = validators.lastModified { lines.append("If-Modified-Since: \(lastModified)") }
+        }
+        do {
+            try easy.set(CURLOPT_URL, url, "url")
+            try easy.setHeaders(lines)
+            try easy.set(CURLOPT_PROTOCOLS_STR, "http,https", "protocols")
+            try easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https", "redirect protocols")
+            try easy.set(CURLOPT_FOLLOWLOCATION, 0)  // redirects are followed by hand (headers, loops)
+            try easy.set(CURLOPT_NOSIGNAL, 1)
+            try easy.set(CURLOPT_CONNECTTIMEOUT, Int((job.feed.limits.connectTimeout ?? config.connectTimeout).seconds))
+            try easy.set(CURLOPT_LOW_SPEED_LIMIT, 1024)
+            try easy.set(CURLOPT_LOW_SPEED_TIME, Int((job.feed.limits.stallTimeout ?? config.stallTimeout).seconds))
+            try easy.set(CURLOPT_SSL_VERIFYPEER, 1)
+            try easy.set(CURLOPT_SSL_VERIFYHOST, 2)
+            if let caFile = config.caFile { try easy.set(CURLOPT_CAINFO, caFile, "ca_file") }
+            try easy.set(CURLOPT_USERAGENT, "prefetch/\(HelpText.version)", "user agent")
+            try easy.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: maxRate ?? 0)
+            let me = Unmanaged.passUnretained(self).toOpaque()
+            try easy.set(CURLOPT_WRITEDATA, pointer: me)
+            try easy.set(CURLOPT_HEADERDATA, pointer: me)
+            try easy.set(CURLOPT_WRITEFUNCTION, callback: { data, size, count, user in
+                let transfer = Unmanaged<Transfer>.fromOpaque(user!).takeUnretainedValue()
+                return transfer.receive(UnsafeRawBufferPointer(start: data, count: size * count))
+            })
+            try easy.set(CURLOPT_HEADERFUNCTION, callback: { data, size, count, user in
+                let transfer = Unmanaged<Transfer>.fromOpaque(user!).takeUnretainedValue()
+                transfer.header(UnsafeRawBufferPointer(start: data, count: size * count))
+                return size * count
+            })
+        } catch {
+            throw TransferFailure(kind: .permanent, message: error.message, retryAfter: nil, discardPartial: false, httpStatus: nil)
+        }
+    }
+
+    /// Caps this transfer's share of the feed's `max_rate`.
+    func setRate(_ bytesPerSecond: Int64) {
+        try? easy.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: bytesPerSecond)
+    }
+
+    private func isSameOrigin(_ text: String) -> Bool {
+        guard let other = try? ResourceURL.parse(text) else { return false }
+        return other.origin == job.resource.url.origin
+    }
+
+    // MARK: Callbacks (on the engine's thread, inside curl_multi_perform)
+
+    private func header(_ bytes: UnsafeRawBufferPointer) {
+        var line = String(decoding: bytes, as: UTF8.self)
+        while line.hasSuffix("\n") || line.hasSuffix("\r") { line.removeLast() }
+        if line.hasPrefix("HTTP/") {
+            let parts = line.split(separator: " ", maxSplits: 2)
+            status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+            headers = [:]
+            return
+        }
+        guard let colon = line.firstIndex(of: ":") else { return }
+        let name = line[..<colon].lowercased()
+        let value = String(line[line.index(after: colon)...]).trimmingSpaces()
+        headers[name] = value
+    }
+
+    private func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
+        if !decided {
+            decided = true
+            decideOnFirstByte()
+        }
+        if callbackFailure != nil { return 0 }
+        guard (200..<300).contains(status) else { return 0 }  // error pages never land (FAULTS 14)
+        // The cap is enforced as bytes arrive, chunked or not (FAULTS 13).
+        if offset + UInt64(bytes.count) > cap {
+            callbackFailure = TransferFailure(kind: .mismatch, message: "the body is longer than \(capName) bytes; cut off and discarded",
+                                              retryAfter: nil, discardPartial: true, httpStatus: status)
+            return 0
+        }
+        switch file.write(bytes) {
+        case .success:
+            hasher.update(bytes)
+            offset += UInt64(bytes.count)
+            received += UInt64(bytes.count)
+            return bytes.count
+        case .failure(let error):
+            let full = error.code == ENOSPC || error.code == EDQUOT
+            callbackFailure = TransferFailure(kind: full ? .diskFull : .transient,
+                                              message: full ? "disk full" : "cannot write the partial: \(error)",
+                                              retryAfter: nil, discardPartial: false, httpStatus: status)
+            return 0
+        }
+    }
+
+    /// FAULTS 5, 6: a 200 to a ranged request restarts the file from zero (never appends);
+    /// a 206 must start exactly where the partial ends.
+    private func decideOnFirstByte() {
+        guard (200..<300).contains(status) else { return }
+        if status == 206 {
+            guard let range = Self.contentRange(headers["content-range"]), range.start == requestedFrom else {
+                callbackFailure = TransferFailure(kind: .transient, message: "the server sent a range that does not continue the partial",
+                                                  retryAfter: nil, discardPartial: true, httpStatus: status)
+                return
+            }
+            expectedTotal = range.total
+        } else {
+            if requestedFrom > 0 || offset > 0 { restartFromZero() }
+            expectedTotal = headers["content-length"].flatMap { UInt64($0) }
+        }
+        // A new version starts: its validators belong to the partial (SPEC §5).
+        if status != 206 || partialValidators == Validators() {
+            partialValidators = Validators(etag: headers["etag"], lastModified: headers["last-modified"])
+        }
+    }
+
+    /// `bytes a-b/total` (total may be `*`), or `bytes */total` for a 416.
+    static func contentRange(_ value: String?) -> (start: UInt64, end: UInt64, total: UInt64?)? {
+        guard let value, value.hasPrefix("bytes ") else { return nil }
+        let spec = value.dropFirst(6)
+        guard let slash = spec.firstIndex(of: "/") else { return nil }
+        let total = UInt64(spec[spec.index(after: slash)...])
+        let range = spec[..<slash]
+        guard let dash = range.firstIndex(of: "-"), let start = UInt64(range[..<dash]),
+              let end = UInt64(range[range.index(after: dash)...]), end >= start else { return nil }
+        return (start, end, total)
+    }
+
+    // MARK: Completion
+
+    /// Classifies the finished exchange (libcurl's result and the HTTP status).
+    func finish(curlCode: Int32, maxRedirects: Int) -> TransferOutcome {
+        if let failure = callbackFailure { return .failed(failure) }
+        let http = status
+        if (300..<400).contains(http), http != 304 {
+            guard let target = easy.redirectURL ?? headers["location"] else {
+                return .failed(permanent("HTTP \(http) without a usable Location", http))
+            }
+            return followRedirect(to: target, status: http, maxRedirects: maxRedirects)
+        }
+        if http == 304 {
+            if conditional {
+                let validators = Validators(etag: headers["etag"] ?? job.cachedValidators?.etag,
+                                            lastModified: headers["last-modified"] ?? job.cachedValidators?.lastModified)
+                return .notModified(validators)
+            }
+            return .failed(TransferFailure(kind: .transient, message: "unexpected 304 to an unconditional request",
+                                           retryAfter: nil, discardPartial: true, httpStatus: 304))
+        }
+        if http == 416 {
+            // FAULTS 9: the partial may already hold the whole file.
+            if let range = headers["content-range"], range.hasPrefix("bytes */"), let total = UInt64(range.dropFirst(8)),
+               total == offset, offset > 0 {
+                expectedTotal = total
+                return verify()
+            }
+            return .failed(TransferFailure(kind: .transient, message: "HTTP 416: the partial does not fit the current version; restarting",
+                                           retryAfter: nil, discardPartial: true, httpStatus: 416))
+        }
+        if (200..<300).contains(http) {
+            guard curlCode == CurlGlobal.ok else {
+                // FAULTS 1, 12, 17: the connection dropped or stalled; keep what arrived.
+                return .failed(TransferFailure(kind: .transient, message: CurlEasy.describe(curlCode), retryAfter: nil,
+                                               discardPartial: false, httpStatus: http))
+            }
+            return verify()
+        }
+        if http == 0 {
+            if CurlGlobal.tlsErrors.contains(curlCode) {
+                return .failed(permanent("TLS: \(CurlEasy.describe(curlCode))", nil))
+            }
+            return .failed(TransferFailure(kind: .transient, message: CurlEasy.describe(curlCode), retryAfter: nil,
+                                           discardPartial: false, httpStatus: nil))
+        }
+        switch http {
+        case 401, 403, 404, 410:
+            return .failed(permanent("HTTP \(http)", http))
+        case 429, 503:
+            return .failed(TransferFailure(kind: .transient, message: "HTTP \(http)", retryAfter: Self.retryAfter(headers["retry-after"]),
+                                           discardPartial: false, httpStatus: http))
+        case 500..<600:
+            return .failed(TransferFailure(kind: .transient, message: "HTTP \(http)", retryAfter: nil, discardPartial: false, httpStatus: http))
+        default:
+            return .failed(permanent("HTTP \(http)", http))
+        }
+    }
+
+    private func permanent(_ message: String, _ status: Int?) -> TransferFailure {
+        TransferFailure(kind: .permanent, message: message, retryAfter: nil, discardPartial: false, httpStatus: status)
+    }
+
+    /// FAULTS 18: only http/https, bounded, loops refused.
+    private func followRedirect(to target: String, status: Int, maxRedirects: Int) -> TransferOutcome {
+        let parsed: ResourceURL
+        do {
+            parsed = try ResourceURL.parse(target)
+        } catch {
+            let scheme = target.split(separator: ":").first.map(String.init) ?? target
+            return .failed(permanent("redirect to \(scheme):// refused: only http and https are followed", status))
+        }
+        visited.insert(url)
+        if visited.contains(parsed.text) {
+            return .failed(permanent("redirect loop at \(parsed.redacted)", status))
+        }
+        redirects += 1
+        if redirects > maxRedirects {
+            return .failed(permanent("more than \(maxRedirects) redirects", status))
+        }
+        url = parsed.text
+        return .redirect(parsed.text)
+    }
+
+    /// Length against Content-Length/Content-Range and `size`, then `sha256` (FAULTS 12–14).
+    private func verify() -> TransferOutcome {
+        if let total = expectedTotal, offset != total {
+            return .failed(TransferFailure(kind: .transient, message: "got \(offset) of \(total) bytes", retryAfter: nil,
+                                           discardPartial: offset > total, httpStatus: status))
+        }
+        if let size = job.resource.size, offset != size {
+            return .failed(TransferFailure(kind: .mismatch, message: "size mismatch: got \(offset) bytes, expected \(size)",
+                                           retryAfter: nil, discardPartial: true, httpStatus: status))
+        }
+        let digest = SHA256.hex(hasher.finish())
+        hasher = SHA256()
+        if let expected = job.resource.sha256, digest != expected {
+            return .failed(TransferFailure(kind: .mismatch, message: "sha256 mismatch: got \(digest.prefix(12))…, expected \(expected.prefix(12))…",
+                                           retryAfter: nil, discardPartial: true, httpStatus: status))
+        }
+        return .complete(bytes: offset, validators: partialValidators, sha256: digest)
+    }
+
+    /// Retry-After as delta-seconds or an HTTP-date (RFC 9110 §10.2.3).
+    static func retryAfter(_ value: String?, now: Date = Date()) -> Int64? {
+        guard let value = value?.trimmingSpaces(), !value.isEmpty else { return nil }
+        if let seconds = Int64(value), seconds >= 0 { return seconds }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
+            formatter.dateFormat = format
+            if let date = formatter.date(from: value) { return max(0, Int64(date.timeIntervalSince(now).rounded(.up))) }
+        }
+        return nil
+    }
+}

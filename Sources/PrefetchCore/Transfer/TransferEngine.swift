@@ -1,0 +1,354 @@
+import Foundation
+
+/// What a run reports as it goes (rendered as log lines, progress bars or JSON).
+enum RunEvent {
+    case started(ResourceKey, url: String, total: UInt64?, resumeAt: UInt64)
+    case progress([TransferProgress])
+    case placed(ResourceKey, bytes: UInt64, seconds: Double)
+    case fresh(ResourceKey)
+    case paused(ResourceKey, reason: String, offset: UInt64)
+    case retrying(ResourceKey, message: String, after: Int64)
+    case failed(ResourceKey, message: String, retryAt: Int64?)
+}
+
+/// One active transfer's figures for a progress line.
+struct TransferProgress {
+    let key: ResourceKey
+    let bytes: UInt64
+    let total: UInt64?
+    let rate: Double
+}
+
+/// Totals of one engine run.
+struct EngineSummary {
+    var placed = 0
+    var fresh = 0
+    var failed = 0
+    var paused = 0
+    var bodyBytes: UInt64 = 0
+    var transferSeconds: Double = 0
+    var diskFull = false
+    var failures: [(ResourceKey, String)] = []
+}
+
+/// Runs transfers on one libcurl multi handle, one thread, within the limits of SPEC §5;
+/// writes every outcome to state.db as it happens.
+final class TransferEngine {
+    private let cache: CacheFolder
+    private let state: StateStore
+    private let config: Config
+    private let environment: [String: String]
+    private let clock: () -> Int64
+    private let onEvent: (RunEvent) -> Void
+    private let multi: CurlMulti
+    private var active: [UnsafeMutableRawPointer: Transfer] = [:]
+    private var summary = EngineSummary()
+    /// Feeds whose metered bytes count toward their budget.
+    private let metered: Bool
+
+    init(cache: CacheFolder, state: StateStore, config: Config, environment: [String: String], metered: Bool,
+         clock: @escaping () -> Int64, onEvent: @escaping (RunEvent) -> Void) {
+        _ = CurlGlobal.initialized
+        self.cache = cache
+        self.state = state
+        self.config = config
+        self.environment = environment
+        self.metered = metered
+        self.clock = clock
+        self.onEvent = onEvent
+        multi = CurlMulti(totalConnections: config.concurrency, perHost: config.perHost)
+    }
+
+    /// Runs `jobs` in order. `pauseReason(feed)` is asked every few seconds (window closed,
+    /// condition lost); `stopRequested` every loop (a signal).
+    func run(_ jobs: [TransferJob], pauseReason: (Feed) -> String?, stopRequested: () -> Bool) -> EngineSummary {
+        var queue = jobs
+        var lastCheck = Date.distantPast
+        var lastSync = Date()
+        var lastProgress = Date.distantPast
+        var busySince: Date?
+        var stoppedFeeds: [String: String] = [:]
+        while true {
+            queue += takeRetries()
+            if stopRequested() || summary.diskFull {
+                let reason = summary.diskFull ? "disk full" : "stopped"
+                for transfer in Array(active.values) { pause(transfer, reason: reason) }
+                break
+            }
+            if Date().timeIntervalSince(lastCheck) >= 2 {
+                lastCheck = Date()
+                var feeds: [String: Feed] = [:]
+                for job in queue { feeds[job.feed.name] = job.feed }
+                for transfer in active.values { feeds[transfer.job.feed.name] = transfer.job.feed }
+                for feed in feeds.values {
+                    guard let reason = pauseReason(feed) else { continue }
+                    stoppedFeeds[feed.name] = reason
+                    for transfer in Array(active.values) where transfer.job.feed.name == feed.name { pause(transfer, reason: reason) }
+                }
+                queue.removeAll { stoppedFeeds[$0.feed.name] != nil }
+            }
+            let now = clock()
+            var index = 0
+            var startedAny = false
+            while index < queue.count, active.count < config.concurrency {
+                let job = queue[index]
+                if job.notBefore <= now, canStart(job) {
+                    queue.remove(at: index)
+                    start(job)
+                    startedAny = true
+                } else {
+                    index += 1
+                }
+            }
+            if startedAny { balanceRates() }
+            if active.isEmpty {
+                if let busy = busySince { summary.transferSeconds += Date().timeIntervalSince(busy); busySince = nil }
+                if queue.isEmpty && pendingRetries.isEmpty { break }
+                Thread.sleep(forTimeInterval: 0.2)  // waiting for a retry within the run
+                continue
+            }
+            if busySince == nil { busySince = Date() }
+            _ = multi.perform()
+            handleCompleted()
+            if !active.isEmpty { multi.poll(milliseconds: 200) }
+            if Date().timeIntervalSince(lastSync) >= 2 {
+                lastSync = Date()
+                for transfer in active.values { sync(transfer) }
+            }
+            if Date().timeIntervalSince(lastProgress) >= 0.25 {
+                lastProgress = Date()
+                onEvent(.progress(active.values.map { transfer in
+                    let seconds = max(0.001, Date().timeIntervalSince(transfer.startedAt))
+                    return TransferProgress(key: transfer.job.key, bytes: transfer.offset, total: transfer.expectedTotal ?? transfer.job.resource.size,
+                                            rate: Double(transfer.received) / seconds)
+                }.sorted { $0.key.path < $1.key.path }))
+            }
+        }
+        if let busy = busySince { summary.transferSeconds += Date().timeIntervalSince(busy) }
+        return summary
+    }
+
+    // MARK: Starting
+
+    private func canStart(_ job: TransferJob) -> Bool {
+        var sameFeed = 0
+        var sameOrigin = 0
+        for transfer in active.values {
+            if transfer.job.feed.name == job.feed.name { sameFeed += 1 }
+            if transfer.job.resource.url.origin == job.resource.url.origin { sameOrigin += 1 }
+        }
+        return sameFeed < job.feed.limits.concurrency && sameOrigin < config.perHost
+    }
+
+    private func start(_ job: TransferJob) {
+        let name = CacheFolder.partialName(feed: job.key.feed, path: job.key.path)
+        let existing = cache.partialSize(name)
+        let file: FileDescriptor
+        switch cache.openPartial(name) {
+        case .success(let opened): file = opened
+        case .failure(let error):
+            let full = error.code == ENOSPC || error.code == EDQUOT
+            fail(job, TransferFailure(kind: full ? .diskFull : .transient, message: "cannot open the partial: \(error)",
+                                      retryAfter: nil, discardPartial: false, httpStatus: nil), transfer: nil)
+            return
+        }
+        let transfer = Transfer(job: job, file: file, partialName: name, existing: existing, globalCap: config.maxSize.bytes)
+        do {
+            try transfer.configure(config: config, environment: environment, maxRate: nil)
+        } catch {
+            fail(job, error, transfer: transfer)
+            return
+        }
+        active[transfer.easy.handle] = transfer
+        multi.add(transfer.easy)
+        onEvent(.started(job.key, url: job.resource.url.redacted, total: job.resource.size, resumeAt: transfer.offset))
+    }
+
+    /// Splits each feed's `max_rate` over its running transfers.
+    private func balanceRates() {
+        var counts: [String: Int] = [:]
+        for transfer in active.values { counts[transfer.job.feed.name, default: 0] += 1 }
+        for transfer in active.values {
+            guard let rate = transfer.job.feed.limits.maxRate else { continue }
+            transfer.setRate(Int64(rate.bytes) / Int64(max(1, counts[transfer.job.feed.name] ?? 1)))
+        }
+    }
+
+    // MARK: Finishing
+
+    private func handleCompleted() {
+        for (handle, code) in multi.completed() {
+            guard let transfer = active[handle] else { continue }
+            multi.remove(transfer.easy)
+            let outcome = transfer.finish(curlCode: code, maxRedirects: transfer.job.feed.limits.maxRedirects ?? config.maxRedirects)
+            switch outcome {
+            case .redirect:
+                do {
+                    try transfer.configure(config: config, environment: environment, maxRate: nil)
+                    multi.add(transfer.easy)
+                } catch {
+                    active[handle] = nil
+                    fail(transfer.job, error, transfer: transfer)
+                }
+                continue
+            case .complete(let bytes, let validators, let sha256):
+                active[handle] = nil
+                complete(transfer, bytes: bytes, validators: validators, sha256: sha256)
+            case .notModified(let validators):
+                active[handle] = nil
+                record { try state.recordValidated(transfer.job.key, urlHash: transfer.job.urlHash, validators: validators,
+                                                   length: nil, sha256: nil, placed: false, at: clock()) }
+                cache.removePartial(transfer.partialName)
+                attempt(transfer, outcome: "not modified", error: nil)
+                summary.fresh += 1
+                onEvent(.fresh(transfer.job.key))
+            case .failed(let failure):
+                active[handle] = nil
+                fail(transfer.job, failure, transfer: transfer)
+            }
+            balanceRates()
+        }
+    }
+
+    /// fsync, rename into place, fsync the folder, then record — in that order (SPEC §3).
+    private func complete(_ transfer: Transfer, bytes: UInt64, validators: Validators, sha256: String) {
+        countMetered(transfer)
+        if case .failure(let error) = transfer.file.sync() {
+            fail(transfer.job, TransferFailure(kind: .transient, message: "fsync: \(error)", retryAfter: nil, discardPartial: false, httpStatus: nil),
+                 transfer: transfer)
+            return
+        }
+        switch cache.place(partial: transfer.partialName, feed: transfer.job.key.feed, path: transfer.job.key.path) {
+        case .failure(let error):
+            cache.removePartial(transfer.partialName)
+            fail(transfer.job, TransferFailure(kind: .permanent, message: error.description, retryAfter: nil, discardPartial: true, httpStatus: nil),
+                 transfer: nil)
+        case .success:
+            record { try state.recordValidated(transfer.job.key, urlHash: transfer.job.urlHash, validators: validators,
+                                               length: bytes, sha256: sha256, placed: true, at: clock()) }
+            attempt(transfer, outcome: "placed", error: nil)
+            summary.placed += 1
+            onEvent(.placed(transfer.job.key, bytes: bytes, seconds: Date().timeIntervalSince(transfer.startedAt)))
+        }
+    }
+
+    /// Records a failure, keeps or drops the partial, and decides on a retry (SPEC §5).
+    private func fail(_ job: TransferJob, _ failure: TransferFailure, transfer: Transfer?) {
+        if let transfer {
+            countMetered(transfer)
+            attempt(transfer, outcome: "failed", error: failure.message, status: failure.httpStatus)
+            if failure.discardPartial || transfer.offset == 0 {
+                cache.removePartial(transfer.partialName)
+                record { try state.deletePartial(job.key) }
+            } else {
+                sync(transfer)
+            }
+        }
+        let now = clock()
+        switch failure.kind {
+        case .diskFull:
+            summary.diskFull = true
+            summary.paused += 1
+            onEvent(.paused(job.key, reason: "disk full", offset: transfer?.syncedOffset ?? 0))
+            return
+        case .permanent:
+            record { try state.recordFailure(job.key, urlHash: job.urlHash, release: job.release, error: failure.message,
+                                             permanent: true, nextRetry: nil, at: now) }
+            report(job, failure.message, retryAt: nil)
+        case .mismatch, .transient:
+            let failures = job.failures + 1
+            let exhausted = failures >= job.feed.retry.attempts
+            var wait = failure.retryAfter.map { min($0, job.feed.retry.maxBackoff.seconds) } ?? Self.backoff(failures, job.feed.retry)
+            if failure.discardPartial && failure.kind == .transient && transfer != nil && failure.httpStatus == 416 { wait = 0 }
+            let retryAt = exhausted ? nil : now + wait
+            record { try state.recordFailure(job.key, urlHash: job.urlHash, release: job.release, error: failure.message,
+                                             permanent: false, nextRetry: retryAt, at: now) }
+            if failure.kind == .transient, !exhausted, wait <= 60, let retryAt {
+                var again = job
+                again.failures = failures
+                again.notBefore = retryAt
+                pendingRetries.append(again)
+                onEvent(.retrying(job.key, message: failure.message, after: wait))
+                return
+            }
+            report(job, failure.message, retryAt: retryAt)
+        }
+    }
+
+    private func report(_ job: TransferJob, _ message: String, retryAt: Int64?) {
+        summary.failed += 1
+        summary.failures.append((job.key, message))
+        onEvent(.failed(job.key, message: message, retryAt: retryAt))
+    }
+
+    /// Retries due within this run, picked up by `run`'s queue.
+    private var pendingRetries: [TransferJob] = []
+
+    func takeRetries() -> [TransferJob] {
+        defer { pendingRetries = [] }
+        return pendingRetries
+    }
+
+    /// Exponential backoff with jitter: `backoff · 2^(n-1)`, capped, then a uniform draw
+    /// from its upper half so a fleet does not retry in step.
+    static func backoff(_ failures: Int, _ policy: RetryPolicy) -> Int64 {
+        let base = Double(policy.backoff.seconds) * pow(2, Double(max(0, failures - 1)))
+        let capped = min(base, Double(policy.maxBackoff.seconds))
+        return Int64((capped * Double.random(in: 0.5...1.0)).rounded(.up))
+    }
+
+    // MARK: Pausing and durability
+
+    private func pause(_ transfer: Transfer, reason: String) {
+        multi.remove(transfer.easy)
+        active[transfer.easy.handle] = nil
+        countMetered(transfer)
+        sync(transfer)
+        attempt(transfer, outcome: "paused", error: reason)
+        summary.paused += 1
+        onEvent(.paused(transfer.job.key, reason: reason, offset: transfer.syncedOffset))
+    }
+
+    /// fsync the partial, then record the offset: a crash never trusts unsynced bytes (FAULTS 2).
+    private func sync(_ transfer: Transfer) {
+        guard transfer.offset != transfer.syncedOffset || transfer.offset == 0 else { return }
+        guard transfer.offset > 0 else { return }
+        guard case .success = transfer.file.sync() else { return }
+        transfer.syncedOffset = transfer.offset
+        record { try state.recordPartial(transfer.job.key, PartialState(
+            urlHash: transfer.job.urlHash, validators: transfer.partialValidators, totalLength: transfer.expectedTotal,
+            syncedOffset: transfer.syncedOffset, updatedAt: clock())) }
+    }
+
+    private var meteredCounted: [ObjectIdentifier: UInt64] = [:]
+
+    private func countMetered(_ transfer: Transfer) {
+        let already = meteredCounted[ObjectIdentifier(transfer)] ?? 0
+        let new = transfer.received - already
+        meteredCounted[ObjectIdentifier(transfer)] = transfer.received
+        summary.bodyBytes += new
+        guard metered, new > 0 else { return }
+        let day = Planner.localDay(clock(), clock: ZoneClock(transfer.job.feed.timeZone))
+        record { try state.addMeteredBytes(MeteredDay(feed: transfer.job.feed.name, day: day), new) }
+    }
+
+    private func attempt(_ transfer: Transfer, outcome: String, error: String?, status: Int? = nil) {
+        record { try state.recordAttempt(transfer.job.key, startedAt: Int64(transfer.startedAt.timeIntervalSince1970),
+                                         finishedAt: clock(), bytes: transfer.received, httpStatus: status,
+                                         outcome: outcome, error: error) }
+    }
+
+    /// State writes that fail are reported once; the run goes on (the files are the truth).
+    private var stateError: String?
+
+    private func record(_ body: () throws -> Void) {
+        do {
+            try body()
+        } catch {
+            if stateError == nil {
+                stateError = "\(error)"
+                onEvent(.failed(ResourceKey(feed: "", path: ""), message: "cannot record state: \(error)", retryAt: nil))
+            }
+        }
+    }
+}
