@@ -158,7 +158,7 @@ import Testing
         #expect(missing.status == 2 && missing.stderr.hasPrefix("prefetch: error: option '--at' needs a value (TIME)\n"))
     }
 
-    @Test(arguments: ["run", "daemon", "status", "gc"])
+    @Test(arguments: ["daemon"])
     func commandsNotBuiltYetSaySoAndExitTwo(_ name: String) throws {
         let dir = try TemporaryFolder()
         let result = try BinaryRunner.run([name, "--cache", "cache"], in: dir.url)

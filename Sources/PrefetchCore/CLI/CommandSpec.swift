@@ -77,7 +77,7 @@ public enum Commands {
                     discussion: "SIGTERM/SIGINT stop resumably, SIGHUP reloads feeds, SIGUSR1 plans and runs now.",
                     available: false),
         CommandSpec(name: "status", abstract: "Show what is cached, partial transfers and the next wake-up.", arguments: nil,
-                    options: [feeds, cache, json, config], discussion: "", available: false),
+                    options: [feeds, cache, json, config], discussion: "Reads only; never creates the cache.", available: true),
         CommandSpec(name: "validate", abstract: "Check feed manifests and report every problem.",
                     arguments: ("[FILE|DIR ...]", "Manifests, or folders of them (default: the feeds folder)."),
                     options: [feeds, config],
@@ -85,7 +85,7 @@ public enum Commands {
                     available: true),
         CommandSpec(name: "gc", abstract: "Remove expired, unlisted and abandoned files from the cache.", arguments: nil,
                     options: [feeds, cache, OptionSpec("--dry-run", "Only list what would be removed."), config],
-                    discussion: "", available: false),
+                    discussion: "Exit 75 when another writer holds the cache lock. run does the same clean-up after each pass.", available: true),
     ]
 
     /// The command named `name`.

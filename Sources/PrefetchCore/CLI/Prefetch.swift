@@ -55,6 +55,10 @@ public enum Prefetch {
             code = PlanCommand.run(context)
         case "run":
             code = RunCommand.run(context)
+        case "gc":
+            code = GCCommand.run(context)
+        case "status":
+            code = StatusCommand.run(context)
         default:
             console.err("prefetch: '\(spec.name)' is not available yet in prefetch \(HelpText.version); see 'prefetch help'\n")
             code = .usage

@@ -11,8 +11,8 @@ struct TransferJob {
     let release: Int64
     /// Validators of the cached copy, for a conditional request (revalidation).
     let cachedValidators: Validators?
-    /// The partial recorded in state.db, if any.
-    let partial: PartialState?
+    /// The partial recorded in state.db, if any (a retry carries the one just synced).
+    var partial: PartialState?
     /// Consecutive failures in this release before this attempt.
     var failures: Int
     /// Not started before this instant (a retry within the run).

@@ -267,6 +267,13 @@ final class TransferEngine {
                 var again = job
                 again.failures = failures
                 again.notBefore = retryAt
+                // FAULTS 4: the retry keeps the good bytes (curl's --retry throws them away).
+                if let transfer, !failure.discardPartial, transfer.syncedOffset > 0 {
+                    again.partial = PartialState(urlHash: job.urlHash, validators: transfer.partialValidators,
+                                                 totalLength: transfer.expectedTotal, syncedOffset: transfer.syncedOffset, updatedAt: now)
+                } else if failure.discardPartial {
+                    again.partial = nil
+                }
                 pendingRetries.append(again)
                 onEvent(.retrying(job.key, message: failure.message, after: wait))
                 return

@@ -1,0 +1,73 @@
+/// `prefetch status`: what is cached per feed, partial transfers, the next wake-up. Reads only.
+enum StatusCommand {
+    static func run(_ context: CommandContext) -> ExitCode {
+        guard let config = context.loadConfig(), let feeds = context.loadFeeds(config) else { return .usage }
+        let now: Int64
+        do { now = try Clock.now(at: nil, environment: context.environment) } catch {
+            return ExitCode(rawValue: Prefetch.fail(UsageError(error.message, command: "status"), console: context.console)) ?? .usage
+        }
+        let snapshot = context.readState(cache: config.cache)
+        let cached = CacheListing.present(feeds, cache: config.cache)
+        let plan = Planner.plan(PlanInput(feeds: feeds, state: snapshot, cached: cached,
+                                          conditions: ConditionProbes().snapshot(config: config, cache: config.cache), now: now,
+                                          machineID: MachineID.find(environment: context.environment, config: config)))
+        let json = context.arguments.flags.contains("--json")
+        var out = ""
+        for (feed, feedPlan) in zip(feeds, plan.feeds) {
+            var files = 0
+            var bytes: UInt64 = 0
+            var partials: [(String, UInt64, UInt64?)] = []
+            var lastError: String?
+            var lastErrorKey = ""
+            for resource in feed.resources {
+                let key = ResourceKey(feed: feed.name, path: resource.path)
+                let state = snapshot.resources[key]
+                if cached.contains(key) {
+                    files += 1
+                    bytes += state?.length ?? fileSize(config.cache + "/" + feed.name + "/" + resource.path)
+                }
+                if let partial = state?.partial { partials.append((resource.path, partial.syncedOffset, partial.totalLength)) }
+                if let error = state?.lastError, state?.failures ?? 0 > 0 || state?.permanentFailure == true {
+                    lastError = error
+                    lastErrorKey = resource.path
+                }
+            }
+            let feedState = snapshot.feeds[feed.name]
+            let lastSuccess = feedState?.lastSuccess ?? feed.resources.compactMap { snapshot.resources[ResourceKey(feed: feed.name, path: $0.path)]?.lastSuccess }.max()
+            let wakeups = feedPlan.items.compactMap(\.next) + feedPlan.nextReleases
+            let due = feedPlan.items.contains { $0.status == .due }
+            let nextWakeup: Int64? = due ? now : wakeups.filter { $0 > now }.min()
+            let clock = feedPlan.clock
+            if json {
+                var line = JSONObject()
+                line.add("type", "feed")
+                line.add("feed", feed.name)
+                line.add("files", Int64(files))
+                line.add("bytes", bytes)
+                line.add("last_success", lastSuccess.map { TimeFormat.rfc3339($0, clock: clock) })
+                line.add("last_error", lastError.map { "\(lastErrorKey): \($0)" })
+                line.add("partials", Int64(partials.count))
+                line.add("next_wakeup", nextWakeup.map { TimeFormat.rfc3339($0, clock: clock) })
+                out += line.line + "\n"
+                continue
+            }
+            out += "\(feed.name): \(files) of \(feed.resources.count) files cached, \(ByteSize.format(bytes))\n"
+            out += "  last success: " + (lastSuccess.map { TimeFormat.local($0, clock: clock) } ?? "never") + "\n"
+            if let lastError { out += "  last error: \(lastErrorKey): \(lastError)\n" }
+            for (path, offset, total) in partials {
+                let progress = total.map { " of \(ByteSize.format($0)) (\(Int(Double(offset) * 100 / Double(max(1, $0))))%)" } ?? ""
+                out += "  partial: \(path) \(ByteSize.format(offset))\(progress)\n"
+            }
+            out += "  next wake-up: " + (nextWakeup.map { $0 <= now ? "now (work is due)" : TimeFormat.local($0, clock: clock) } ?? "none") + "\n"
+        }
+        context.console.out(out)
+        return .success
+    }
+
+    private static func fileSize(_ path: String) -> UInt64 {
+        var info = stat()
+        return lstat(path, &info) == 0 ? UInt64(info.st_size) : 0
+    }
+}
+
+import Foundation
