@@ -449,9 +449,10 @@ private final class OriginConnection {
     }
 
     private func parse(_ head: [UInt8]) -> ParsedRequest? {
-        let text = String(decoding: head, as: UTF8.self)
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> Substring in
-            line.hasSuffix("\r") ? line.dropLast() : line
+        // Split the bytes, not a String: Swift treats CRLF as one Character, so "\n" never matches it.
+        var lines = head.split(separator: 0x0A, omittingEmptySubsequences: false).map { raw -> Substring in
+            let line = raw.last == 0x0D ? raw.dropLast() : raw
+            return Substring(String(decoding: line, as: UTF8.self))
         }
         while let first = lines.first, first.isEmpty { lines.removeFirst() }   // stray CRLFs between requests
         guard let requestLine = lines.first else { return nil }

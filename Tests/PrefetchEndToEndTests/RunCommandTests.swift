@@ -1,0 +1,319 @@
+import Foundation
+import Testing
+import PrefetchCore
+
+/// `prefetch run`, `gc` and `status` through the real binary against a real nginx.
+@Suite(.serialized) struct RunCommandTests {
+    /// A folder with `www/` (served by nginx), `feeds/` and `cache/`.
+    final class Setup {
+        let dir: TemporaryFolder
+        let origin: NginxOrigin
+        var www: URL { dir.url.appendingPathComponent("www") }
+
+        init(files: [String: [UInt8]]) throws {
+            dir = try TemporaryFolder()
+            chmod(dir.url.path, 0o755)  // nginx workers run as another user
+            try FileManager.default.createDirectory(at: dir.url.appendingPathComponent("www"), withIntermediateDirectories: true)
+            for (name, bytes) in files {
+                let url = dir.url.appendingPathComponent("www/" + name)
+                try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try Data(bytes).write(to: url)
+            }
+            origin = try NginxOrigin(root: dir.url.appendingPathComponent("www"))
+        }
+
+        func feed(_ yaml: String, name: String = "t") throws {
+            try dir.write("feeds/\(name).yaml", yaml.replacingOccurrences(of: "ORIGIN", with: origin.url("")))
+        }
+
+        func run(_ arguments: [String] = ["run"], environment: [String: String] = [:]) throws -> BinaryRunner.Result {
+            try BinaryRunner.run(arguments + ["--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"], in: dir.url,
+                                 environment: environment)
+        }
+
+        func cached(_ path: String) -> [UInt8]? {
+            (try? Data(contentsOf: dir.url.appendingPathComponent("cache/" + path))).map { [UInt8]($0) }
+        }
+
+        func stat(_ path: String) -> stat? {
+            var info = Glibc.stat()
+            return lstat(dir.url.appendingPathComponent("cache/" + path).path, &info) == 0 ? info : nil
+        }
+
+        var partials: [String] {
+            (try? FileManager.default.contentsOfDirectory(atPath: dir.url.appendingPathComponent("cache/.prefetch/partial").path)) ?? []
+        }
+    }
+
+    static func random(_ count: Int, seed: UInt64 = 1) -> [UInt8] {
+        var state = seed &* 0x9E3779B97F4A7C15
+        return (0..<count).map { _ in
+            state ^= state << 13; state ^= state >> 7; state ^= state << 17
+            return UInt8(truncatingIfNeeded: state)
+        }
+    }
+
+    static func sha(_ bytes: [UInt8]) -> String { SHA256.hex(SHA256.digest(bytes)) }
+
+    @Test func placesVerifiedFilesAtomicallyWithModes() throws {
+        let big = Self.random(3_000_000)
+        let setup = try Setup(files: ["big.bin": big, "a/b/c.txt": Array("hello\n".utf8), "q.bin": Self.random(1000, seed: 2)])
+        try setup.feed("""
+        resources:
+          - url: ORIGIN/big.bin
+            sha256: \(Self.sha(big))
+            size: 3000000
+          - url: ORIGIN/a/b/c.txt
+            path: deep/er/c.txt
+          - url: ORIGIN/q.bin?sig=TOPSECRET
+        """)
+        let result = try setup.run()
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(setup.cached("t/big.bin").map(Self.sha) == Self.sha(big))
+        #expect(setup.cached("t/deep/er/c.txt").map(Self.sha) == Self.sha(Array("hello\n".utf8)))
+        #expect(setup.cached("t/q.bin").map(Self.sha) == Self.sha(Self.random(1000, seed: 2)))
+        #expect(setup.stat("t/big.bin").map { $0.st_mode & 0o777 } == 0o644)
+        #expect(setup.stat("t/deep/er").map { $0.st_mode & 0o777 } == 0o755)
+        #expect(setup.partials.isEmpty)
+        #expect(!result.stdout.contains("TOPSECRET") && !result.stderr.contains("TOPSECRET"))
+        #expect(result.stdout.contains("run: 3 placed, 0 fresh (304), 0 failed, 0 paused"))
+        // Every request asked for the stored bytes, not a compressed form (FAULTS 15).
+        #expect(setup.origin.log().allSatisfy { $0.contains("ae=[identity]") })
+        // The plan now says fresh; state.db keeps no query value.
+        let plan = try setup.run(["plan", "--json"])
+        #expect(plan.stdout.components(separatedBy: "\"state\":\"fresh\"").count == 4)
+        let db = try Data(contentsOf: setup.dir.url.appendingPathComponent("cache/.prefetch/state.db"))
+        #expect(db.range(of: Data("TOPSECRET".utf8)) == nil)
+    }
+
+    @Test func revalidationKeepsTheFileUntouched() throws {
+        let setup = try Setup(files: ["a.bin": Self.random(50_000)])
+        try setup.feed("refresh: 1h\nresources:\n  - url: ORIGIN/a.bin\n")
+        #expect(try setup.run().status == 0)
+        let before = try #require(setup.stat("t/a.bin"))
+        // Two hours on, the copy is stale: revalidated with If-None-Match, 304, no body (FAULTS 10).
+        let again = try setup.run(["run", "--json"], environment: ["PREFETCH_CLOCK_OFFSET": "+2h"])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stdout.contains(#""type":"fresh","feed":"t","path":"a.bin""#))
+        let after = try #require(setup.stat("t/a.bin"))
+        #expect(after.st_ino == before.st_ino)
+        #expect(after.st_mtim.tv_sec == before.st_mtim.tv_sec && after.st_mtim.tv_nsec == before.st_mtim.tv_nsec)
+        let last = try #require(setup.origin.log().last { $0.contains("/a.bin") })
+        #expect(last.hasPrefix("304 GET /a.bin"), "\(setup.origin.log())")
+        #expect(last.contains("inm=[\"") && last.hasSuffix("bytes=0"))
+    }
+
+    @Test func aChangedFileReplacesTheOldCopyOnlyWhenVerified() throws {
+        let setup = try Setup(files: ["a.bin": Self.random(10_000)])
+        try setup.feed("refresh: 1h\nresources:\n  - url: ORIGIN/a.bin\n")
+        #expect(try setup.run().status == 0)
+        let newer = Self.random(12_000, seed: 9)
+        try Data(newer).write(to: setup.www.appendingPathComponent("a.bin"))
+        let result = try setup.run(environment: ["PREFETCH_CLOCK_OFFSET": "+2h"])
+        #expect(result.status == 0)
+        #expect(setup.cached("t/a.bin").map(Self.sha) == Self.sha(newer))
+    }
+
+    @Test func resumesAPartialWithRangeAndIfRange() throws {
+        let body = Self.random(2_000_000, seed: 3)
+        let setup = try Setup(files: ["r.bin": body])
+        try setup.feed("resources:\n  - url: ORIGIN/r.bin\n")
+        // Learn nginx's ETag for the file, then plant a partial with 700,000 good bytes
+        // (and 1,000 unsynced bytes past the recorded offset, as after a kill -9).
+        let head = try BinaryRunner.run(["plan", "--json", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"], in: setup.dir.url)
+        #expect(head.status == 0)
+        let etag = try Self.etag(of: setup.origin.url("/r.bin"))
+        try FileManager.default.createDirectory(at: setup.dir.url.appendingPathComponent("cache/.prefetch/partial"), withIntermediateDirectories: true)
+        let store = try StateStore.openForWriting(setup.dir.url.path + "/cache/.prefetch/state.db")
+        let url = try ResourceURL.parse(setup.origin.url("/r.bin"))
+        try store.recordPartial(ResourceKey(feed: "t", path: "r.bin"), PartialState(
+            urlHash: ResourceURL.hash(of: url), validators: Validators(etag: etag), totalLength: 2_000_000, syncedOffset: 700_000, updatedAt: 0))
+        let partial = setup.dir.url.appendingPathComponent("cache/.prefetch/partial/" + CacheFolder.partialName(feed: "t", path: "r.bin"))
+        try Data(Array(body[0..<700_000]) + Self.random(1000, seed: 77)).write(to: partial)
+        let result = try setup.run()
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(setup.cached("t/r.bin").map(Self.sha) == Self.sha(body))
+        let last = try #require(setup.origin.log().last)
+        #expect(last.hasPrefix("206 GET /r.bin range=[bytes=700000-] if_range=[\(etag)]"))
+        #expect(last.hasSuffix("bytes=1300000"))
+    }
+
+    @Test func aPartialOfAnOlderVersionRestartsCleanly() throws {
+        let body = Self.random(300_000, seed: 4)
+        let setup = try Setup(files: ["r.bin": body])
+        try setup.feed("resources:\n  - url: ORIGIN/r.bin\n")
+        try FileManager.default.createDirectory(at: setup.dir.url.appendingPathComponent("cache/.prefetch/partial"), withIntermediateDirectories: true)
+        let store = try StateStore.openForWriting(setup.dir.url.path + "/cache/.prefetch/state.db")
+        let url = try ResourceURL.parse(setup.origin.url("/r.bin"))
+        try store.recordPartial(ResourceKey(feed: "t", path: "r.bin"), PartialState(
+            urlHash: ResourceURL.hash(of: url), validators: Validators(etag: "\"old-version\""), totalLength: 300_000, syncedOffset: 1000, updatedAt: 0))
+        try Data(Self.random(1000, seed: 99)).write(to: setup.dir.url.appendingPathComponent(
+            "cache/.prefetch/partial/" + CacheFolder.partialName(feed: "t", path: "r.bin")))
+        let result = try setup.run()
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(setup.cached("t/r.bin").map(Self.sha) == Self.sha(body))  // If-Range did not match: a 200 restarted from zero (FAULTS 6)
+        #expect(setup.origin.log().last?.hasPrefix("200 GET /r.bin range=[bytes=1000-] if_range=[\"old-version\"]") == true)
+    }
+
+    @Test func killNineMidTransferThenResume() throws {
+        let body = Self.random(3_000_000, seed: 5)
+        let setup = try Setup(files: ["slow/k.bin": body])
+        try setup.feed("resources:\n  - url: ORIGIN/slow/k.bin\n")
+        let process = Process()
+        process.executableURL = BinaryRunner.executable
+        process.arguments = ["run", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"]
+        process.currentDirectoryURL = setup.dir.url
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Wait until an fsynced offset is recorded (every 2 s), then kill -9.
+        var recorded: UInt64 = 0
+        for _ in 0..<100 where recorded == 0 {
+            Thread.sleep(forTimeInterval: 0.1)
+            recorded = (try? StateStore.openReadOnly(setup.dir.url.path + "/cache/.prefetch/state.db")?.snapshot())?
+                .flatMap { $0.resources[ResourceKey(feed: "t", path: "k.bin")]?.partial?.syncedOffset } ?? 0
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(recorded > 0)
+        #expect(setup.cached("t/k.bin") == nil)  // never visible half-written
+        let result = try setup.run()
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(setup.cached("t/k.bin").map(Self.sha) == Self.sha(body))
+        let resumed = try #require(setup.origin.log().last { $0.contains("/slow/k.bin") })
+        #expect(resumed.hasPrefix("206 GET /slow/k.bin range=[bytes="))
+    }
+
+    @Test func sigtermPausesResumablyAndExitsZero() throws {
+        let body = Self.random(3_000_000, seed: 6)
+        let setup = try Setup(files: ["slow/s.bin": body])
+        try setup.feed("resources:\n  - url: ORIGIN/slow/s.bin\n")
+        let process = Process()
+        process.executableURL = BinaryRunner.executable
+        process.arguments = ["run", "--json", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"]
+        process.currentDirectoryURL = setup.dir.url
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        Thread.sleep(forTimeInterval: 1.5)
+        let stopAt = Date()
+        process.terminate()  // SIGTERM
+        process.waitUntilExit()
+        #expect(Date().timeIntervalSince(stopAt) < 5)
+        #expect(process.terminationStatus == 0)
+        let lines = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(lines.contains(#""type":"paused","feed":"t","path":"s.bin","reason":"stopped""#))
+        #expect(setup.partials.count == 1)
+        let result = try setup.run()
+        #expect(result.status == 0)
+        #expect(setup.cached("t/s.bin").map(Self.sha) == Self.sha(body))
+        #expect(setup.origin.log().last { $0.contains("/slow/s.bin") }?.hasPrefix("206 GET /slow/s.bin range=[bytes=") == true)
+    }
+
+    @Test func aSecondWriterGetsExitSeventyFive() throws {
+        let setup = try Setup(files: ["a.bin": Self.random(100)])
+        try setup.feed("resources:\n  - url: ORIGIN/a.bin\n")
+        #expect(try setup.run().status == 0)
+        let lock = open(setup.dir.url.path + "/cache/.prefetch/lock", O_RDWR)
+        defer { close(lock) }
+        #expect(flock(lock, LOCK_EX | LOCK_NB) == 0)
+        let run = try setup.run()
+        #expect(run.status == 75)
+        #expect(run.stderr.contains("another prefetch holds the cache lock") && run.stderr.contains("SIGUSR1"))
+        #expect(try setup.run(["gc"]).status == 75)
+        #expect(try setup.run(["plan"]).status == 0)    // readers need no lock
+        #expect(try setup.run(["status"]).status == 0)
+    }
+
+    @Test func failuresExitOneAndAreRecordedForThePlan() throws {
+        let setup = try Setup(files: ["ok.bin": Self.random(10)])
+        try setup.feed("resources:\n  - url: ORIGIN/ok.bin\n  - url: ORIGIN/missing.bin\n")
+        let result = try setup.run()
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("failed  t/missing.bin  HTTP 404"))
+        #expect(setup.origin.log().filter { $0.contains("/missing.bin") }.count == 1)  // a 404 is not retried in the run
+        #expect(setup.partials.isEmpty)
+        let plan = try setup.run(["plan", "--json"])
+        #expect(plan.stdout.contains(#""path":"missing.bin","url":""#) && plan.stdout.contains(#""state":"failed","reason":"permanent error""#))
+    }
+
+    @Test func aSymlinkInTheCacheIsNeverFollowed() throws {
+        let setup = try Setup(files: ["x.bin": Self.random(10)])
+        try setup.feed("resources:\n  - url: ORIGIN/x.bin\n    path: sub/x.bin\n")
+        let outside = setup.dir.url.appendingPathComponent("outside")
+        try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: setup.dir.url.appendingPathComponent("cache/t"), withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(at: setup.dir.url.appendingPathComponent("cache/t/sub"), withDestinationURL: outside)
+        let result = try setup.run()
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("is a symlink"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path).isEmpty)
+    }
+
+    @Test func headerVariablesComeFromTheEnvironmentAndNeverShow() throws {
+        let setup = try Setup(files: ["h.bin": Self.random(10)])
+        try setup.feed("resources:\n  - url: ORIGIN/h.bin\n    headers: { X-Token: \"${LOBBY_TOKEN}\" }\n")
+        let missing = try setup.run()
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("LOBBY_TOKEN"))
+        let ok = try setup.run(["run", "--json"], environment: ["LOBBY_TOKEN": "s3cr3t-value"])
+        #expect(ok.status == 0)
+        #expect(!ok.stdout.contains("s3cr3t-value") && !ok.stderr.contains("s3cr3t-value"))
+        let db = try Data(contentsOf: setup.dir.url.appendingPathComponent("cache/.prefetch/state.db"))
+        #expect(db.range(of: Data("s3cr3t-value".utf8)) == nil)
+    }
+
+    @Test func badInputTouchesNothing() throws {
+        let setup = try Setup(files: [:])
+        try setup.feed("resources:\n  - url: ftp://example.com/x\n")
+        let result = try setup.run()
+        #expect(result.status == 2)
+        #expect(!FileManager.default.fileExists(atPath: setup.dir.url.appendingPathComponent("cache").path))
+        try setup.feed("resources:\n  - url: ORIGIN/x\n")
+        let unknown = try setup.run(["run", "--feed", "nope"])
+        #expect(unknown.status == 2 && unknown.stderr.hasPrefix("prefetch: error: unknown feed 'nope'"))
+        #expect(!FileManager.default.fileExists(atPath: setup.dir.url.appendingPathComponent("cache").path))
+    }
+
+    @Test func anUnreadableStateIsMovedAsideAndRebuilt() throws {
+        let setup = try Setup(files: ["a.bin": Self.random(1000)])
+        try setup.feed("resources:\n  - url: ORIGIN/a.bin\n")
+        #expect(try setup.run().status == 0)
+        try Data(repeating: 0x41, count: 5000).write(to: setup.dir.url.appendingPathComponent("cache/.prefetch/state.db"))
+        let result = try setup.run()
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("cannot be read") && result.stderr.contains("moved to"))
+        #expect(setup.cached("t/a.bin").map(Self.sha) == Self.sha(Self.random(1000)))
+        #expect(setup.origin.log().last?.hasPrefix("200 GET /a.bin") == true)  // no validators left: fetched again
+    }
+
+    @Test func gcRemovesExpiredAndUnlistedFilesOnly() throws {
+        let setup = try Setup(files: ["keep.bin": Self.random(10), "old.bin": Self.random(20)])
+        try setup.feed("prune: true\nresources:\n  - url: ORIGIN/keep.bin\n  - url: ORIGIN/old.bin\n    expires: 2099-01-01T00:00:00Z\n")
+        #expect(try setup.run().status == 0)
+        try setup.dir.write("cache/t/stray/file.txt", "not listed")
+        try setup.dir.write("cache/other-feed/file.txt", "not ours")
+        let dry = try setup.run(["gc", "--dry-run"], environment: ["PREFETCH_CLOCK_OFFSET": "+30000d"])
+        #expect(dry.stdout == "would remove  t/old.bin  (expired)\nwould remove  t/stray/file.txt  (no longer listed)\ngc: 2 files would be removed\n")
+        #expect(setup.cached("t/old.bin") != nil)
+        let gc = try setup.run(["gc"], environment: ["PREFETCH_CLOCK_OFFSET": "+30000d"])
+        #expect(gc.status == 0)
+        #expect(setup.cached("t/old.bin") == nil && setup.cached("t/stray/file.txt") == nil)
+        #expect(setup.cached("t/keep.bin") != nil && setup.cached("other-feed/file.txt") != nil)
+    }
+
+    /// nginx's ETag for a URL, from a HEAD request with the system curl.
+    static func etag(of url: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        process.arguments = ["-sI", url]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let line = try #require(text.split(separator: "\r\n").first { $0.lowercased().hasPrefix("etag:") })
+        return String(line.dropFirst(5)).trimmingCharacters(in: .whitespaces)
+    }
+}

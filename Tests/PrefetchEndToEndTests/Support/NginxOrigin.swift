@@ -1,0 +1,92 @@
+import Foundation
+import Testing
+
+/// A real nginx on 127.0.0.1 serving a temporary folder, for the ordinary Range / ETag /
+/// 304 behaviour of a well-known server. It runs in the foreground as this process's own
+/// child (a daemon would inherit the test's descriptors and outlive it).
+final class NginxOrigin {
+    let root: URL
+    let port: Int
+    private let run: URL
+    private let process = Process()
+    private static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../../scripts/demo-origin").standardized
+
+    init(root: URL) throws {
+        self.root = root
+        run = root.deletingLastPathComponent().appendingPathComponent("nginx-run-" + UUID().uuidString.prefix(8))
+        port = try Self.freePort()
+        try Self.shell([Self.script.path, "config", root.path, "\(port)", run.path])
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
+        process.arguments = ["-c", run.appendingPathComponent("nginx.conf").path, "-e", run.appendingPathComponent("error.log").path]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        for _ in 0..<100 {
+            if Self.accepts(port) { return }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        process.terminate()
+        throw NginxError(message: "nginx did not start on port \(port)")
+    }
+
+    deinit {
+        process.terminate()  // SIGTERM: nginx's master stops its worker and exits
+        process.waitUntilExit()
+    }
+
+    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+
+    /// The access log: `STATUS METHOD URI range=[…] if_range=[…] inm=[…] ims=[…] ae=[…] bytes=N` per request.
+    func log() -> [String] {
+        (try? String(contentsOf: run.appendingPathComponent("access.log"), encoding: .utf8))?
+            .split(separator: "\n").map { $0.replacingOccurrences(of: "\\x22", with: "\"") } ?? []  // nginx escapes quotes
+    }
+
+    static func accepts(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+
+    /// A port nothing listens on now (bound and released).
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw NginxError(message: "cannot find a free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    static func shell(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw NginxError(message: "\(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
+        }
+    }
+}
+
+struct NginxError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}
