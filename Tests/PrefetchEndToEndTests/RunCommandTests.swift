@@ -211,6 +211,26 @@ import PrefetchCore
         #expect(setup.origin.log().last { $0.contains("/slow/s.bin") }?.hasPrefix("206 GET /slow/s.bin range=[bytes=") == true)
     }
 
+    @Test func aClosingWindowPausesTransfersResumably() throws {
+        let body = Self.random(3_000_000, seed: 8)
+        let setup = try Setup(files: ["slow/w.bin": body])
+        try setup.feed("timezone: UTC\nwindow: \"01:00-02:00\"\nresources:\n  - url: ORIGIN/slow/w.bin\n")
+        // Rehearse tonight: the clock reads 01:59:57, so the window closes three seconds in.
+        let target = Int64(4_102_451_997)  // 2100-01-01T01:59:57Z
+        let offset = "+\(target - Int64(Date().timeIntervalSince1970))s"
+        let result = try setup.run(["run", "--json"], environment: ["PREFETCH_CLOCK_OFFSET": offset])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains(#""type":"paused","feed":"t","path":"w.bin","reason":"window closed""#))
+        #expect(setup.cached("t/w.bin") == nil)
+        #expect(setup.partials.count == 1)
+        // The next night the transfer resumes where it stopped.
+        let next = "+\(Int64(4_102_534_810) - Int64(Date().timeIntervalSince1970))s"  // 2100-01-02T01:00:10Z
+        let resumed = try setup.run(environment: ["PREFETCH_CLOCK_OFFSET": next])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(setup.cached("t/w.bin").map(Self.sha) == Self.sha(body))
+        #expect(setup.origin.log().last { $0.contains("/slow/w.bin") }?.hasPrefix("206 GET /slow/w.bin range=[bytes=") == true)
+    }
+
     @Test func aSecondWriterGetsExitSeventyFive() throws {
         let setup = try Setup(files: ["a.bin": Self.random(100)])
         try setup.feed("resources:\n  - url: ORIGIN/a.bin\n")

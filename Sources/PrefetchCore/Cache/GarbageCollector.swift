@@ -14,7 +14,9 @@ public enum GarbageCollector {
 
     public static let abandonedAfter: Int64 = 7 * 86_400
 
-    public static func collect(feeds: [Feed], cache: String, now: Int64) -> [Removal] {
+    /// `now` (which `PREFETCH_CLOCK_OFFSET` may shift) decides expiry; file ages are
+    /// measured against `realNow`, since mtimes are stamped by the real clock.
+    public static func collect(feeds: [Feed], cache: String, now: Int64, realNow: Int64 = Clock.realNow()) -> [Removal] {
         var removals: [Removal] = []
         let root = cache.hasSuffix("/") ? String(cache.dropLast()) : cache
         var partialOwners = Set<String>()
@@ -41,7 +43,7 @@ public enum GarbageCollector {
                 guard lstat(root + "/.prefetch/partial/" + name, &info) == 0 else { continue }
                 if !partialOwners.contains(name) {
                     removals.append(Removal(path: ".prefetch/partial/" + name, reason: "partial of a resource no longer listed", key: nil))
-                } else if now - Int64(info.st_mtim.tv_sec) > abandonedAfter {
+                } else if realNow - Int64(info.st_mtim.tv_sec) > abandonedAfter {
                     removals.append(Removal(path: ".prefetch/partial/" + name, reason: "partial untouched for 7 days", key: nil))
                 }
             }
