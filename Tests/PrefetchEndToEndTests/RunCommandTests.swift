@@ -231,6 +231,43 @@ import PrefetchCore
         #expect(setup.origin.log().last { $0.contains("/slow/w.bin") }?.hasPrefix("206 GET /slow/w.bin range=[bytes=") == true)
     }
 
+    @Test func theDaemonHoldsTheLockReloadsRunsNowAndStops() throws {
+        let setup = try Setup(files: ["one.bin": Self.random(100), "two.bin": Self.random(200, seed: 2)])
+        try setup.feed("resources:\n  - url: ORIGIN/one.bin\n")
+        let process = Process()
+        process.executableURL = BinaryRunner.executable
+        process.arguments = ["daemon", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"]
+        process.currentDirectoryURL = setup.dir.url
+        let log = setup.dir.url.appendingPathComponent("daemon.log")
+        try Data().write(to: log)
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
+        func waitFor(_ condition: () -> Bool) -> Bool {
+            for _ in 0..<100 { if condition() { return true }; Thread.sleep(forTimeInterval: 0.1) }
+            return false
+        }
+        #expect(waitFor { setup.cached("t/one.bin") != nil })
+        // A run beside the daemon is refused with 75 and told about SIGUSR1.
+        let beside = try setup.run()
+        #expect(beside.status == 75 && beside.stderr.contains("SIGUSR1"))
+        // SIGHUP reloads the feeds; SIGUSR1 runs now instead of at the next minute.
+        try setup.feed("resources:\n  - url: ORIGIN/one.bin\n  - url: ORIGIN/two.bin\n")
+        kill(process.processIdentifier, SIGHUP)
+        Thread.sleep(forTimeInterval: 0.5)
+        kill(process.processIdentifier, SIGUSR1)
+        #expect(waitFor { setup.cached("t/two.bin") != nil })
+        let stopAt = Date()
+        process.terminate()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(Date().timeIntervalSince(stopAt) < 5)
+        let text = try String(contentsOf: log, encoding: .utf8)
+        #expect(text.contains("prefetch daemon: reloaded 1 feed") && text.contains("prefetch daemon: stopped (SIGTERM)"))
+    }
+
     @Test func aSecondWriterGetsExitSeventyFive() throws {
         let setup = try Setup(files: ["a.bin": Self.random(100)])
         try setup.feed("resources:\n  - url: ORIGIN/a.bin\n")

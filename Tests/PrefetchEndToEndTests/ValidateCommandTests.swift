@@ -158,15 +158,6 @@ import Testing
         #expect(missing.status == 2 && missing.stderr.hasPrefix("prefetch: error: option '--at' needs a value (TIME)\n"))
     }
 
-    @Test(arguments: ["daemon"])
-    func commandsNotBuiltYetSaySoAndExitTwo(_ name: String) throws {
-        let dir = try TemporaryFolder()
-        let result = try BinaryRunner.run([name, "--cache", "cache"], in: dir.url)
-        #expect(result.status == 2)
-        #expect(result.stderr == "prefetch: '\(name)' is not available yet in prefetch 0.1.0; see 'prefetch help'\n")
-        #expect(dir.listing().isEmpty)  // no cache folder created
-    }
-
     @Test func unreadableUTF8AndBinaryGarbageDoNotCrash() throws {
         let dir = try TemporaryFolder()
         let path = dir.url.appendingPathComponent("garbage.yaml")

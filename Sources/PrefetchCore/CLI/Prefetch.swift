@@ -55,6 +55,8 @@ public enum Prefetch {
             code = PlanCommand.run(context)
         case "run":
             code = RunCommand.run(context)
+        case "daemon":
+            code = DaemonCommand.run(context)
         case "gc":
             code = GCCommand.run(context)
         case "status":

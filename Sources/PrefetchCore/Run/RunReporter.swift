@@ -11,10 +11,14 @@ final class RunReporter {
     private var lastProgress: [TransferProgress] = []
     private var lastJSONProgress = Date.distantPast
 
-    init(mode: Mode, quiet: Bool, console: Console) {
+    /// The daemon's passes stay silent when they did nothing.
+    private let silentWhenIdle: Bool
+
+    init(mode: Mode, quiet: Bool, console: Console, silentWhenIdle: Bool = false) {
         self.mode = mode
         self.quiet = quiet
         self.console = console
+        self.silentWhenIdle = silentWhenIdle
     }
 
     private func name(_ key: ResourceKey) -> String { key.feed + "/" + key.path }
@@ -136,6 +140,7 @@ final class RunReporter {
 
     func summary(_ summary: EngineSummary, seconds: Double, exit: ExitCode, notDue: Int) {
         clearBlock()
+        if silentWhenIdle, summary.placed + summary.fresh + summary.failed + summary.paused == 0, !summary.diskFull { return }
         if mode == .json {
             var line = JSONObject()
             line.add("type", "summary")
