@@ -268,6 +268,29 @@ import PrefetchCore
         #expect(text.contains("prefetch daemon: reloaded 1 feed") && text.contains("prefetch daemon: stopped (SIGTERM)"))
     }
 
+    /// FAULTS 20 on a real full filesystem: a 2 MiB tmpfs mounted as the cache (needs root, as CI has).
+    @Test(.enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
+    func aFullDiskPausesEverythingAndKeepsTheGoodCopy() throws {
+        let small = Self.random(100_000, seed: 11)
+        let setup = try Setup(files: ["f.bin": small])
+        try setup.feed("refresh: 1h\nresources:\n  - url: ORIGIN/f.bin\n")
+        let cache = setup.dir.url.appendingPathComponent("cache")
+        try FileManager.default.createDirectory(at: cache, withIntermediateDirectories: true)
+        try NginxOrigin.shell(["-c", "mount -t tmpfs -o size=2m tmpfs '\(cache.path)'"])
+        defer { try? NginxOrigin.shell(["-c", "umount '\(cache.path)'"]) }
+        #expect(try setup.run().status == 0)
+        try Data(Self.random(3_000_000, seed: 12)).write(to: setup.www.appendingPathComponent("f.bin"))
+        let full = try setup.run(environment: ["PREFETCH_CLOCK_OFFSET": "+2h"])
+        #expect(full.status == 1)
+        #expect(full.stderr.contains("disk full"))
+        #expect(full.stdout.contains("paused  t/f.bin  disk full"))
+        #expect(setup.cached("t/f.bin").map(Self.sha) == Self.sha(small))  // the previous good file is intact
+        let plan = try setup.run(["plan", "--json"], environment: ["PREFETCH_CLOCK_OFFSET": "+2h"])
+        // No attempt was counted (not backoff, not failed); the plan waits for space, since
+        // the paused partial is kept for resume.
+        #expect(plan.stdout.contains(#""path":"f.bin""#) && plan.stdout.contains(#""state":"waiting","reason":"free space "#), "\(plan.stdout)")
+    }
+
     @Test func aSecondWriterGetsExitSeventyFive() throws {
         let setup = try Setup(files: ["a.bin": Self.random(100)])
         try setup.feed("resources:\n  - url: ORIGIN/a.bin\n")
