@@ -51,20 +51,23 @@ import Testing
     }
 
     @Test func meteredFromNetworkManager() {
-        let yes = NetworkProbe(run: { tool, _ in tool == "busctl" ? "u 3\n" : nil }).read()
+        let yes = NetworkProbe(run: { tool, _ in tool == "busctl" ? "u 3\n" : nil }, systemBus: { true }).read()
         #expect(yes.metered == true && yes.source == "NetworkManager (guessed yes)")
-        let no = NetworkProbe(run: { tool, _ in tool == "dbus-send" ? "   variant       uint32 4\n" : nil }).read()
+        let no = NetworkProbe(run: { tool, _ in tool == "dbus-send" ? "   variant       uint32 4\n" : nil }, systemBus: { true }).read()
         #expect(no.metered == false)
-        let absent = NetworkProbe(run: { _, _ in nil }).read()
+        let absent = NetworkProbe(run: { _, _ in nil }, systemBus: { true }).read()
         #expect(absent.metered == nil && absent.source == "NetworkManager not running")
-        let unknown = NetworkProbe(run: { _, _ in "u 0\n" }).read()
+        let unknown = NetworkProbe(run: { _, _ in "u 0\n" }, systemBus: { true }).read()
         #expect(unknown.metered == nil)
+        // Without a system bus nothing is spawned at all.
+        let noBus = NetworkProbe(run: { _, _ in Issue.record("spawned without a bus"); return nil }, systemBus: { false }).read()
+        #expect(noBus == NetworkProbe.Reading(metered: nil, source: "NetworkManager not running (no D-Bus system bus)"))
     }
 
     @Test func unknownNetworkFollowsTheConfig() {
         var config = Config()
         config.meteredDefault = .metered
-        let probes = ConditionProbes(power: PowerProbe(root: "/nonexistent"), network: NetworkProbe(run: { _, _ in nil }))
+        let probes = ConditionProbes(power: PowerProbe(root: "/nonexistent"), network: NetworkProbe(run: { _, _ in nil }, systemBus: { true }))
         let snapshot = probes.snapshot(config: config, cache: "/nonexistent/cache/below")
         #expect(snapshot.metered)
         #expect(snapshot.networkSource == "NetworkManager not running; config metered_default: metered")

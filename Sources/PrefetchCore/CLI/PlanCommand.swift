@@ -13,9 +13,8 @@ enum PlanCommand {
         }
         guard let feeds = context.loadFeeds(config) else { return .usage }
         let state = context.readState(cache: config.cache)
-        let probed = ConditionProbes().snapshot(config: config, cache: config.cache)
         let input = PlanInput(feeds: feeds, state: state, cached: CacheListing.present(feeds, cache: config.cache),
-                              conditions: assumptions.applied(to: probed), now: now,
+                              conditions: assumptions.snapshot(ConditionProbes(), config: config, cache: config.cache), now: now,
                               machineID: MachineID.find(environment: context.environment, config: config))
         let plan = Planner.plan(input)
         let renderer = PlanRenderer(color: context.console.colorOut)

@@ -80,6 +80,11 @@ public struct Assumptions: Sendable, Equatable {
         return result
     }
 
+    /// Probes what is not assumed, then lays the assumptions over it.
+    public func snapshot(_ probes: ConditionProbes, config: Config, cache: String) -> ConditionSnapshot {
+        applied(to: probes.snapshot(config: config, cache: cache, assumptions: self))
+    }
+
     /// The snapshot with these assumptions laid over what the probes said.
     public func applied(to probed: ConditionSnapshot) -> ConditionSnapshot {
         var out = probed

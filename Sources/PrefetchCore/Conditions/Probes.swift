@@ -50,8 +50,9 @@ public struct NetworkProbe: Sendable {
 
     public var run: Runner
 
-    public init(run: @escaping Runner = NetworkProbe.runProcess) {
+    public init(run: @escaping Runner = NetworkProbe.runProcess, systemBus: (@Sendable () -> Bool)? = nil) {
         self.run = run
+        if let systemBus { self.systemBus = systemBus }
     }
 
     public struct Reading: Sendable, Equatable {
@@ -66,7 +67,15 @@ public struct NetworkProbe: Sendable {
                            "/org/freedesktop/NetworkManager", "org.freedesktop.DBus.Properties.Get",
                            "string:org.freedesktop.NetworkManager", "string:Metered"]
 
+    /// Where the D-Bus system bus listens; without it NetworkManager cannot be asked, and
+    /// spawning the tools would only cost time.
+    public var systemBus: @Sendable () -> Bool = {
+        if let address = ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"], !address.isEmpty { return true }
+        return FileSystem.kind(of: "/run/dbus/system_bus_socket") != nil || FileSystem.kind(of: "/var/run/dbus/system_bus_socket") != nil
+    }
+
     public func read() -> Reading {
+        guard systemBus() else { return Reading(metered: nil, source: "NetworkManager not running (no D-Bus system bus)") }
         for (tool, arguments) in [("busctl", Self.busctl), ("dbus-send", Self.dbusSend)] {
             guard let output = run(tool, arguments), let value = Self.parseMetered(output) else { continue }
             switch value {
@@ -137,11 +146,11 @@ public struct ConditionProbes: Sendable {
     }
 
     /// The snapshot now; a network NetworkManager cannot judge follows the config's
-    /// `metered_default`.
-    public func snapshot(config: Config, cache: String) -> ConditionSnapshot {
-        let power = self.power.read()
-        let network = self.network.read()
-        let free = DiskProbe.freeBytes(at: cache)
+    /// `metered_default`. What `assumptions` override is not probed at all.
+    public func snapshot(config: Config, cache: String, assumptions: Assumptions = Assumptions()) -> ConditionSnapshot {
+        let power = assumptions.onAC == nil ? self.power.read() : PowerProbe.Reading(onAC: true, batteryLevel: nil, source: "--assume")
+        let network = assumptions.metered == nil ? self.network.read() : NetworkProbe.Reading(metered: false, source: "--assume")
+        let free = assumptions.freeBytes == nil ? DiskProbe.freeBytes(at: cache) : nil
         return ConditionSnapshot(
             onAC: power.onAC, batteryLevel: power.batteryLevel, powerSource: power.source,
             metered: network.metered ?? (config.meteredDefault == .metered),

@@ -26,7 +26,9 @@ struct RunPass {
         let started = Date()
         let clock = self.clock
         let probes = ConditionProbes()
-        let conditions = { assumptions.applied(to: probes.snapshot(config: config, cache: config.cache)) }
+        let conditions = { assumptions.snapshot(probes, config: config, cache: config.cache) }
+        var lastProbe = conditions()  // once per pass; re-probed every 5 s while transfers run
+        var lastProbeAt = Date()
         let machineID = MachineID.find(environment: environment, config: config)
         func makePlan() -> (Plan, StateSnapshot)? {
             let snapshot: StateSnapshot
@@ -35,7 +37,7 @@ struct RunPass {
                 return nil
             }
             let input = PlanInput(feeds: feeds, state: snapshot, cached: CacheListing.present(feeds, cache: config.cache),
-                                  conditions: conditions(), now: clock(), machineID: machineID)
+                                  conditions: lastProbe, now: clock(), machineID: machineID)
             return (Planner.plan(input), snapshot)
         }
         guard let (plan, snapshot) = makePlan() else { return Outcome(exit: .failure, nextWakeup: nil) }
@@ -67,10 +69,8 @@ struct RunPass {
         }
 
         let engine = TransferEngine(cache: cache, state: state, config: config, environment: environment,
-                                    metered: conditions().metered, clock: clock, onEvent: reporter.handle)
+                                    metered: lastProbe.metered, clock: clock, onEvent: reporter.handle)
         let timings = Dictionary(feeds.map { ($0.name, FeedTiming($0, machineID: machineID?.value)) }, uniquingKeysWith: { a, _ in a })
-        var lastProbe = conditions()
-        var lastProbeAt = Date()
         let summary = engine.run(jobs, pauseReason: { feed in
             let now = clock()
             if let timing = timings[feed.name], timing.windows.interval(containing: now) == nil { return "window closed" }

@@ -26,6 +26,7 @@ final class SQLiteConnection {
     }
 
     deinit {
+        statements = [:]  // finalized before the close
         sqlite3_close_v2(handle)
     }
 
@@ -50,22 +51,39 @@ final class SQLiteConnection {
 
     /// Runs `sql` with `values` bound to its `?` parameters.
     func run(_ sql: String, _ values: [SQLiteValue]) throws(SQLiteError) {
-        let statement = try prepare(sql)
+        let statement = try cached(sql)
         try statement.bind(values)
+        defer { statement.reset() }
         while try statement.step() {}
     }
 
+    private var depth = 0
+
     /// Runs `body` in a transaction (committed when it returns, rolled back when it throws).
+    /// Nested calls become savepoints, so a batch can wrap calls that have their own.
     func transaction<T>(_ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {
-        try execute("BEGIN IMMEDIATE")
+        let name = "t\(depth)"
+        try execute(depth == 0 ? "BEGIN IMMEDIATE" : "SAVEPOINT \(name)")
+        depth += 1
+        defer { depth -= 1 }
         do {
             let value = try body()
-            try execute("COMMIT")
+            try execute(depth == 1 ? "COMMIT" : "RELEASE \(name)")
             return value
         } catch {
-            try? execute("ROLLBACK")
+            try? execute(depth == 1 ? "ROLLBACK" : "ROLLBACK TO \(name); RELEASE \(name)")
             throw error
         }
+    }
+
+    private var statements: [String: SQLiteStatement] = [:]
+
+    /// A prepared statement kept for reuse: the state writes of a run repeat a few statements.
+    func cached(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+        if let statement = statements[sql] { return statement }
+        let statement = try prepare(sql)
+        statements[sql] = statement
+        return statement
     }
 
     /// `PRAGMA user_version`: the schema version.
@@ -97,7 +115,8 @@ enum SQLiteValue {
 /// A prepared statement; finalized in `deinit`.
 final class SQLiteStatement {
     private let handle: OpaquePointer
-    private let connection: SQLiteConnection
+    /// Unowned: the connection caches its statements, and must still be able to close.
+    private unowned let connection: SQLiteConnection
 
     init(_ handle: OpaquePointer, connection: SQLiteConnection) {
         self.handle = handle
@@ -125,6 +144,11 @@ final class SQLiteStatement {
             }
             if status != SQLITE_OK { throw connection.error(status) }
         }
+    }
+
+    /// Ends the statement's current execution (releases its read or write locks).
+    func reset() {
+        sqlite3_reset(handle)
     }
 
     /// Advances to the next row; false when done.

@@ -237,6 +237,19 @@ public final class StateStore {
                   .optional(partial.syncedOffset), .int(partial.updatedAt)])
     }
 
+    /// Runs `body`'s writes in one transaction: many small files finishing together commit once.
+    public func batch(_ body: () throws -> Void) throws {
+        var failure: Error?
+        do {
+            try db.transaction { () throws(SQLiteError) in
+                do { try body() } catch let error as SQLiteError { throw error } catch { failure = error }
+            }
+        } catch {
+            throw error
+        }
+        if let failure { throw failure }
+    }
+
     /// Forgets a partial (its file is gone or no longer trusted).
     public func deletePartial(_ key: ResourceKey) throws(SQLiteError) {
         try db.run("DELETE FROM partials WHERE feed = ? AND path = ?", [.text(key.feed), .text(key.path)])

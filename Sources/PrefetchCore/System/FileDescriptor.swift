@@ -119,3 +119,11 @@ public enum SafePathError: Error, Sendable, CustomStringConvertible {
         }
     }
 }
+
+extension Result {
+    /// True for `.success`.
+    var isSuccess: Bool {
+        if case .success = self { return true }
+        return false
+    }
+}

@@ -22,7 +22,7 @@ struct TransferJob {
 /// How a transfer ended.
 enum TransferOutcome {
     /// Verified and ready to place: the partial holds exactly the new version.
-    case complete(bytes: UInt64, validators: Validators, sha256: String)
+    case complete(bytes: UInt64, validators: Validators, sha256: String?)
     /// 304: the cached copy is current.
     case notModified(Validators)
     /// Follow this redirect (already checked: scheme, loop, count).
@@ -60,6 +60,8 @@ final class Transfer {
     let partialName: String
     let file: FileDescriptor
     private(set) var hasher = SHA256()
+    /// SHA-256 is computed while streaming only when the manifest gives one to check.
+    private var hashing: Bool { job.resource.sha256 != nil }
     /// Bytes in the partial (and hashed).
     private(set) var offset: UInt64 = 0
     /// Where the current request's Range starts (0: the whole body).
@@ -75,6 +77,8 @@ final class Transfer {
     private var ifRange: String?
     /// Body bytes received in this run (for throughput and metered budgets).
     private(set) var received: UInt64 = 0
+    /// How much of `received` the engine has counted already.
+    var counted: UInt64 = 0
     /// Validators of the response that produced the partial's bytes.
     private(set) var partialValidators = Validators()
     private(set) var expectedTotal: UInt64?
@@ -137,6 +141,7 @@ final class Transfer {
     /// Cuts the partial back to `length` and hashes those bytes once (FAULTS 2).
     private func primeHash(upTo length: UInt64) -> Bool {
         guard case .success = file.truncate(to: length), case .success = file.seek(to: 0) else { return false }
+        guard hashing else { return file.seek(to: length).isSuccess }
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         var remaining = length
         while remaining > 0 {
@@ -198,6 +203,7 @@ final class Transfer {
             try easy.set(CURLOPT_SSL_VERIFYHOST, 2)
             if let caFile = config.caFile { try easy.set(CURLOPT_CAINFO, caFile, "ca_file") }
             try easy.set(CURLOPT_USERAGENT, "prefetch/\(HelpText.version)", "user agent")
+            try easy.set(CURLOPT_BUFFERSIZE, 512 * 1024)  // fewer callbacks and writes for large bodies
             try easy.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: maxRate ?? 0)
             let me = Unmanaged.passUnretained(self).toOpaque()
             try easy.set(CURLOPT_WRITEDATA, pointer: me)
@@ -260,7 +266,7 @@ final class Transfer {
         }
         switch file.write(bytes) {
         case .success:
-            hasher.update(bytes)
+            if hashing { hasher.update(bytes) }
             offset += UInt64(bytes.count)
             received += UInt64(bytes.count)
             return bytes.count
@@ -400,6 +406,7 @@ final class Transfer {
             return .failed(TransferFailure(kind: .mismatch, message: "size mismatch: got \(offset) bytes, expected \(size)",
                                            retryAfter: nil, discardPartial: true, httpStatus: status))
         }
+        guard hashing else { return .complete(bytes: offset, validators: partialValidators, sha256: nil) }
         let digest = SHA256.hex(hasher.finish())
         hasher = SHA256()
         if let expected = job.resource.sha256, digest != expected {

@@ -68,8 +68,12 @@ final class TransferEngine {
         var lastProgress = Date.distantPast
         var busySince: Date?
         var stoppedFeeds: [String: String] = [:]
+        var taken = [Bool](repeating: false, count: queue.count)
+        var head = 0
         while true {
-            queue += takeRetries()
+            let retries = takeRetries()
+            queue += retries
+            taken += [Bool](repeating: false, count: retries.count)
             if stopRequested() || summary.diskFull {
                 let reason = summary.diskFull ? "disk full" : "stopped"
                 for transfer in Array(active.values) { pause(transfer, reason: reason) }
@@ -85,31 +89,32 @@ final class TransferEngine {
                     stoppedFeeds[feed.name] = reason
                     for transfer in Array(active.values) where transfer.job.feed.name == feed.name { pause(transfer, reason: reason) }
                 }
-                queue.removeAll { stoppedFeeds[$0.feed.name] != nil }
+                for i in queue.indices where !taken[i] && stoppedFeeds[queue[i].feed.name] != nil { taken[i] = true }
             }
             let now = clock()
-            var index = 0
             var startedAny = false
+            // Jobs start in plan order; a job held back by a limit keeps its place. Started
+            // jobs are marked, not removed, so a long queue is never shifted.
+            var index = head
             while index < queue.count, active.count < config.concurrency {
-                let job = queue[index]
-                if job.notBefore <= now, canStart(job) {
-                    queue.remove(at: index)
-                    start(job)
+                if !taken[index], queue[index].notBefore <= now, canStart(queue[index]) {
+                    taken[index] = true
+                    start(queue[index])
                     startedAny = true
-                } else {
-                    index += 1
                 }
+                index += 1
             }
+            while head < queue.count, taken[head] { head += 1 }
             if startedAny { balanceRates() }
             if active.isEmpty {
                 if let busy = busySince { summary.transferSeconds += Date().timeIntervalSince(busy); busySince = nil }
-                if queue.isEmpty && pendingRetries.isEmpty { break }
+                if head >= queue.count && pendingRetries.isEmpty { break }
                 Thread.sleep(forTimeInterval: 0.2)  // waiting for a retry within the run
                 continue
             }
             if busySince == nil { busySince = Date() }
             _ = multi.perform()
-            handleCompleted()
+            record { try state.batch { handleCompleted() } }
             if !active.isEmpty { multi.poll(milliseconds: 200) }
             if Date().timeIntervalSince(lastSync) >= 2 {
                 lastSync = Date()
@@ -211,7 +216,7 @@ final class TransferEngine {
     }
 
     /// fsync, rename into place, fsync the folder, then record — in that order (SPEC §3).
-    private func complete(_ transfer: Transfer, bytes: UInt64, validators: Validators, sha256: String) {
+    private func complete(_ transfer: Transfer, bytes: UInt64, validators: Validators, sha256: String?) {
         countMetered(transfer)
         if case .failure(let error) = transfer.file.sync() {
             fail(transfer.job, TransferFailure(kind: .transient, message: "fsync: \(error)", retryAfter: nil, discardPartial: false, httpStatus: nil),
@@ -327,12 +332,10 @@ final class TransferEngine {
             syncedOffset: transfer.syncedOffset, updatedAt: clock())) }
     }
 
-    private var meteredCounted: [ObjectIdentifier: UInt64] = [:]
-
+    /// Counts the bytes a transfer received since it was last counted (run totals, metered budget).
     private func countMetered(_ transfer: Transfer) {
-        let already = meteredCounted[ObjectIdentifier(transfer)] ?? 0
-        let new = transfer.received - already
-        meteredCounted[ObjectIdentifier(transfer)] = transfer.received
+        let new = transfer.received - transfer.counted
+        transfer.counted = transfer.received
         summary.bodyBytes += new
         guard metered, new > 0 else { return }
         let day = Planner.localDay(clock(), clock: ZoneClock(transfer.job.feed.timeZone))
