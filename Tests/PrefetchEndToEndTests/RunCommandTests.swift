@@ -291,6 +291,27 @@ import PrefetchCore
         #expect(plan.stdout.contains(#""path":"f.bin""#) && plan.stdout.contains(#""state":"waiting","reason":"free space "#), "\(plan.stdout)")
     }
 
+    /// Transfers freed and allocated in turn once shared a byte counter (and crashed the run).
+    @Test func manySmallFilesAreCountedExactly() throws {
+        var files: [String: [UInt8]] = [:]
+        var yaml = "limits: { concurrency: 16 }\nresources:\n"
+        var total = 0
+        for i in 0..<120 {
+            let size = i % 2 == 0 ? 16_384 : 1000
+            files["f\(i).bin"] = Self.random(size, seed: UInt64(i + 100))
+            yaml += "  - url: ORIGIN/f\(i).bin\n"
+            total += size
+        }
+        let setup = try Setup(files: files)
+        try setup.feed(yaml)
+        let result = try setup.run(["run", "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains(#""type":"summary","placed":120,"fresh":0,"failed":0,"paused":0,"not_due":0,"bytes":\#(total),"#))
+        for i in [0, 1, 57, 119] {
+            #expect(setup.cached("t/f\(i).bin").map(Self.sha) == files["f\(i).bin"].map(Self.sha))
+        }
+    }
+
     @Test func aSecondWriterGetsExitSeventyFive() throws {
         let setup = try Setup(files: ["a.bin": Self.random(100)])
         try setup.feed("resources:\n  - url: ORIGIN/a.bin\n")
