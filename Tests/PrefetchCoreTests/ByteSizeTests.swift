@@ -55,12 +55,7 @@ import Testing
 
     @Test(arguments: invalid)
     func rejectsInvalid(_ c: Invalid) {
-        #expect {
-            _ = try ByteSize.parse(c.text)
-        } throws: { error in
-            guard let error = error as? ValueError else { return false }
-            return error.offset == c.offset && error.message.contains(c.phrase)
-        }
+        expectValueError(at: c.offset, containing: c.phrase) { try ByteSize.parse(c.text) }
     }
 
     @Test func unknownUnitListsTheUnits() throws {
@@ -146,11 +141,6 @@ import Testing
 
     @Test(arguments: badRates)
     func rejectsBadRates(_ c: BadRate) {
-        #expect {
-            _ = try ByteRate.parse(c.text, per: c.period)
-        } throws: { error in
-            guard let error = error as? ValueError else { return false }
-            return error.offset == c.offset && error.message.contains(c.phrase)
-        }
+        expectValueError(at: c.offset, containing: c.phrase) { try ByteRate.parse(c.text, per: c.period) }
     }
 }

@@ -140,12 +140,7 @@ import Testing
 
     @Test(arguments: invalid)
     func rejectsInvalid(_ c: Invalid) {
-        #expect {
-            _ = try CronExpression.parse(c.text)
-        } throws: { error in
-            guard let error = error as? ValueError else { return false }
-            return error.offset == c.offset && error.message.contains(c.phrase)
-        }
+        expectValueError(at: c.offset, containing: c.phrase) { try CronExpression.parse(c.text) }
     }
 
     @Test func fieldCountMessageNamesTheFields() throws {

@@ -66,12 +66,7 @@ import Testing
 
     @Test(arguments: invalid)
     func rejectsInvalid(_ c: Invalid) {
-        #expect {
-            _ = try TimeSpan.parse(c.text, signed: c.signed)
-        } throws: { error in
-            guard let error = error as? ValueError else { return false }
-            return error.offset == c.offset && error.message.contains(c.phrase)
-        }
+        expectValueError(at: c.offset, containing: c.phrase) { try TimeSpan.parse(c.text, signed: c.signed) }
     }
 
     @Test func missingUnitMessageSuggestsTheUnit() throws {

@@ -64,12 +64,7 @@ import Testing
 
     @Test(arguments: invalid)
     func rejectsInvalid(_ c: Invalid) {
-        #expect {
-            _ = try TimeWindow.parse(c.text)
-        } throws: { error in
-            guard let error = error as? ValueError else { return false }
-            return error.offset == c.offset && error.message.contains(c.phrase)
-        }
+        expectValueError(at: c.offset, containing: c.phrase) { try TimeWindow.parse(c.text) }
     }
 
     @Test(arguments: [(0, "00:00"), (61, "01:01"), (599, "09:59"), (1_439, "23:59"), (1_440, "24:00")])

@@ -101,12 +101,7 @@ import Testing
 
     @Test(arguments: invalid)
     func rejectsInvalid(_ c: Invalid) {
-        #expect {
-            _ = try ResourceURL.parse(c.text)
-        } throws: { error in
-            guard let error = error as? ValueError else { return false }
-            return error.offset == c.offset && error.message.contains(c.phrase)
-        }
+        expectValueError(at: c.offset, containing: c.phrase) { try ResourceURL.parse(c.text) }
     }
 
     @Test(arguments: [("https://e.com/loop/intro.mp4", "intro.mp4"),
