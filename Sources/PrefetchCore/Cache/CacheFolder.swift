@@ -82,10 +82,11 @@ public final class CacheFolder {
         return names.filter { $0.hasSuffix(".part") }
     }
 
-    /// Moves a complete, fsynced partial to `CACHE/<feed>/<path>` with one rename, then
-    /// fsyncs the folder. Folders on the way are created (0755); a symlink on the way
-    /// fails the placement and nothing is written outside the feed's folder.
-    func place(partial name: String, feed: String, path: String) -> Result<Void, CacheError> {
+    /// Moves a complete, fsynced partial to `CACHE/<feed>/<path>` with one rename. Folders
+    /// on the way are created (0755); a symlink on the way fails the placement and nothing
+    /// is written outside the feed's folder. Returns the folder, which the caller fsyncs
+    /// (once per batch of files) before recording the placement.
+    func place(partial name: String, feed: String, path: String) -> Result<FileDescriptor, CacheError> {
         var components = path.split(separator: "/")
         let leaf = String(components.removeLast())
         let folder: FileDescriptor
@@ -100,8 +101,7 @@ public final class CacheFolder {
         guard renameat(partials.raw, name, folder.raw, leaf) == 0 else {
             return .failure(.cannotWrite("\(self.path)/\(feed)/\(path)", Errno.current.description))
         }
-        _ = folder.sync()
-        return .success(())
+        return .success(folder)
     }
 
     /// True when `CACHE/<feed>/<path>` is a regular file (never following a symlink).

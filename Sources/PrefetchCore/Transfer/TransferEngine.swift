@@ -114,7 +114,7 @@ final class TransferEngine {
             }
             if busySince == nil { busySince = Date() }
             _ = multi.perform()
-            record { try state.batch { handleCompleted() } }
+            record { try state.batch { handleCompleted(); syncPlacedFolders() } }
             if !active.isEmpty { multi.poll(milliseconds: 200) }
             if Date().timeIntervalSince(lastSync) >= 2 {
                 lastSync = Date()
@@ -228,13 +228,28 @@ final class TransferEngine {
             cache.removePartial(transfer.partialName)
             fail(transfer.job, TransferFailure(kind: .permanent, message: error.description, retryAfter: nil, discardPartial: true, httpStatus: nil),
                  transfer: nil)
-        case .success:
+        case .success(let folder):
+            placedFolders[folderKey(transfer.job.key)] = folder
             record { try state.recordValidated(transfer.job.key, urlHash: transfer.job.urlHash, validators: validators,
                                                length: bytes, sha256: sha256, placed: true, at: clock()) }
             attempt(transfer, outcome: "placed", error: nil)
             summary.placed += 1
             onEvent(.placed(transfer.job.key, bytes: bytes, seconds: Date().timeIntervalSince(transfer.startedAt)))
         }
+    }
+
+    /// Folders that received files in this completion batch, fsynced once each before the
+    /// batch's state commit: the rename is durable before state says the file is there.
+    private var placedFolders: [String: FileDescriptor] = [:]
+
+    private func folderKey(_ key: ResourceKey) -> String {
+        let parent = key.path.split(separator: "/").dropLast().joined(separator: "/")
+        return key.feed + "/" + parent
+    }
+
+    private func syncPlacedFolders() {
+        for folder in placedFolders.values { _ = folder.sync() }
+        placedFolders = [:]
     }
 
     /// Records a failure, keeps or drops the partial, and decides on a retry (SPEC §5).
