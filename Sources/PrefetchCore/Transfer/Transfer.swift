@@ -59,7 +59,7 @@ final class Transfer {
     let easy = CurlEasy()
     let partialName: String
     let file: FileDescriptor
-    private(set) var hasher = SHA256()
+    private(set) var hasher = BackgroundHasher()
     /// SHA-256 is computed while streaming only when the manifest gives one to check.
     private var hashing: Bool { job.resource.sha256 != nil }
     /// Bytes in the partial (and hashed).
@@ -157,7 +157,7 @@ final class Transfer {
     private func restartFromZero() {
         _ = file.truncate(to: 0)
         _ = file.seek(to: 0)
-        hasher = SHA256()
+        hasher = BackgroundHasher()
         offset = 0
         requestedFrom = 0
         syncedOffset = 0
@@ -408,7 +408,7 @@ final class Transfer {
         }
         guard hashing else { return .complete(bytes: offset, validators: partialValidators, sha256: nil) }
         let digest = SHA256.hex(hasher.finish())
-        hasher = SHA256()
+        hasher = BackgroundHasher()
         if let expected = job.resource.sha256, digest != expected {
             return .failed(TransferFailure(kind: .mismatch, message: "sha256 mismatch: got \(digest.prefix(12))…, expected \(expected.prefix(12))…",
                                            retryAfter: nil, discardPartial: true, httpStatus: status))
