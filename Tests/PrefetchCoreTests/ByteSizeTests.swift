@@ -31,12 +31,7 @@ import Testing
         #expect(try ByteSize.parse(c.text).bytes == c.bytes)
     }
 
-    struct Invalid: CustomTestStringConvertible, Sendable {
-        let text: String
-        let offset: Int
-        let phrase: String
-        var testDescription: String { "'\(text)' → \(phrase)" }
-    }
+    typealias Invalid = InvalidValue
 
     static let invalid: [Invalid] = [
         Invalid(text: "1.5GiB", offset: 1, phrase: "whole numbers"),

@@ -95,12 +95,7 @@ import Testing
         #expect(try CronExpression.parse(macro) == expanded)
     }
 
-    struct Invalid: CustomTestStringConvertible, Sendable {
-        let text: String
-        let offset: Int
-        let phrase: String
-        var testDescription: String { "'\(text)' → \(phrase)" }
-    }
+    typealias Invalid = InvalidValue
 
     static let invalid: [Invalid] = [
         Invalid(text: "61 * * * *", offset: 0, phrase: "61 is out of range for the minute field (0–59)"),

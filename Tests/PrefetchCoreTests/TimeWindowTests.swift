@@ -36,12 +36,7 @@ import Testing
         #expect(window.description == c.text)
     }
 
-    struct Invalid: CustomTestStringConvertible, Sendable {
-        let text: String
-        let offset: Int
-        let phrase: String
-        var testDescription: String { "'\(text)' → \(phrase)" }
-    }
+    typealias Invalid = InvalidValue
 
     static let invalid: [Invalid] = [
         Invalid(text: "24:00-01:00", offset: 0, phrase: "hour 24 is out of range (00–23)"),

@@ -56,12 +56,7 @@ import Testing
         #expect(try Timestamp.parse(text) == .localDate(date))
     }
 
-    struct Invalid: CustomTestStringConvertible, Sendable {
-        let text: String
-        let offset: Int
-        let phrase: String
-        var testDescription: String { "'\(text)' → \(phrase)" }
-    }
+    typealias Invalid = InvalidValue
 
     static let invalid: [Invalid] = [
         Invalid(text: "2026-12-01T00:00:00", offset: 19, phrase: "needs a zone"),

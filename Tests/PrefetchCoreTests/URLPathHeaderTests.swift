@@ -67,12 +67,7 @@ import Testing
         #expect(try ResourceURL.parse("https://example.com:8443/a").origin != a.origin)
     }
 
-    struct Invalid: CustomTestStringConvertible, Sendable {
-        let text: String
-        let offset: Int
-        let phrase: String
-        var testDescription: String { "'\(text)' → \(phrase)" }
-    }
+    typealias Invalid = InvalidValue
 
     static let invalid: [Invalid] = [
         Invalid(text: "ftp://example.com/a", offset: 0, phrase: "only http and https URLs are fetched, not 'ftp'"),

@@ -12,3 +12,11 @@ func expectValueError<T>(at offset: Int, containing phrase: String, sourceLocati
         return error.offset == offset && error.message.contains(phrase)
     }
 }
+
+/// One row of a bad-input table: the text, where the error points, and a phrase of it.
+struct InvalidValue: CustomTestStringConvertible, Sendable {
+    let text: String
+    let offset: Int
+    let phrase: String
+    var testDescription: String { "'\(text)' → \(phrase)" }
+}

@@ -30,17 +30,18 @@ struct RunPass {
         var lastProbe = conditions()  // once per pass; re-probed every 5 s while transfers run
         var lastProbeAt = Date()
         let machineID = MachineID.find(environment: environment, config: config)
-        func makePlan() -> (Plan, StateSnapshot)? {
+        func makePlan() -> (Plan, StateSnapshot, Set<ResourceKey>)? {
             let snapshot: StateSnapshot
             do { snapshot = try state.snapshot() } catch {
                 console.err("prefetch: error: cannot read \(state.path): \(error)\n")
                 return nil
             }
-            let input = PlanInput(feeds: feeds, state: snapshot, cached: CacheListing.present(feeds, cache: config.cache),
+            let cached = CacheListing.present(feeds, cache: config.cache)
+            let input = PlanInput(feeds: feeds, state: snapshot, cached: cached,
                                   conditions: lastProbe, now: clock(), machineID: machineID)
-            return (Planner.plan(input), snapshot)
+            return (Planner.plan(input), snapshot, cached)
         }
-        guard let (plan, snapshot) = makePlan() else { return Outcome(exit: .failure, nextWakeup: nil) }
+        guard let (plan, snapshot, cached) = makePlan() else { return Outcome(exit: .failure, nextWakeup: nil) }
 
         // Jobs in the order the plan gives; each release is recorded as begun.
         let feedsByName = Dictionary(feeds.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
@@ -54,11 +55,11 @@ struct RunPass {
         }
         let resources = Dictionary(feeds.flatMap { feed in feed.resources.map { (ResourceKey(feed: feed.name, path: $0.path), (feed, $0)) } },
                                    uniquingKeysWith: { a, _ in a })
-        let cached = CacheListing.present(feeds, cache: config.cache)
+        let releases = Dictionary(plan.feeds.map { ($0.name, $0.currentRelease) }, uniquingKeysWith: { a, _ in a })
         for key in plan.order {
             guard let (feed, resource) = resources[key] else { continue }
             let recorded = snapshot.resources[key]
-            let release = plan.feeds.first { $0.name == feed.name }?.currentRelease ?? snapshot.feeds[feed.name]?.lastRelease ?? plan.now
+            let release = releases[feed.name].flatMap { $0 } ?? snapshot.feeds[feed.name]?.lastRelease ?? plan.now
             let urlHash = ResourceURL.hash(of: resource.url)
             let sameURL = recorded?.urlHash == urlHash
             jobs.append(TransferJob(
@@ -88,7 +89,7 @@ struct RunPass {
 
         // Releases with nothing left to do are finished; then the clean-up of `gc`.
         var nextWakeup: Int64?
-        if let (after, snapshotAfter) = makePlan() {
+        if let (after, snapshotAfter, _) = makePlan() {
             nextWakeup = Self.nextWakeup(after)
             for feedPlan in after.feeds where !feedPlan.items.contains(where: { [.due, .waiting, .backoff].contains($0.status) }) {
                 if snapshotAfter.feeds[feedPlan.name]?.lastReleaseFinished == nil, snapshotAfter.feeds[feedPlan.name]?.lastRelease != nil {
