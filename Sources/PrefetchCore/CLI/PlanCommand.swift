@@ -51,20 +51,3 @@ extension CommandContext {
         }
     }
 }
-
-/// Which final files are in the cache (regular files only: a symlink is never trusted).
-enum CacheListing {
-    static func present(_ feeds: [Feed], cache: String) -> Set<ResourceKey> {
-        var present = Set<ResourceKey>()
-        let root = cache.hasSuffix("/") ? cache : cache + "/"
-        guard FileSystem.kind(of: root) == .directory else { return present }
-        for feed in feeds {
-            let folder = root + feed.name + "/"
-            guard FileSystem.kind(of: folder) == .directory else { continue }
-            for resource in feed.resources where FileSystem.isRegularFileNoFollow(folder + resource.path) {
-                present.insert(ResourceKey(feed: feed.name, path: resource.path))
-            }
-        }
-        return present
-    }
-}

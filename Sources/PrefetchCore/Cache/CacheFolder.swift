@@ -60,16 +60,16 @@ public final class CacheFolder {
         SHA256.hex(SHA256.digest(Array((feed + "\0" + path).utf8))) + ".part"
     }
 
-    /// Opens (creating) a partial for writing.
-    func openPartial(_ name: String) -> Result<FileDescriptor, Errno> {
-        FileDescriptor.open(name, relativeTo: partials, flags: O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o644)
+    /// Opens an existing partial for resuming, with its size; nil when there is none.
+    func openPartial(_ name: String) -> (file: FileDescriptor, size: UInt64)? {
+        guard case .success(let file) = FileDescriptor.open(name, relativeTo: partials, flags: O_RDWR | O_NOFOLLOW),
+              case .success(let info) = file.status(), (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return (file, UInt64(info.st_size))
     }
 
-    /// Size of a partial, or nil when there is none.
-    func partialSize(_ name: String) -> UInt64? {
-        var info = stat()
-        guard fstatat(partials.raw, name, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
-        return UInt64(info.st_size)
+    /// Creates a partial, empty (replacing any stale one), for a body that starts at byte 0.
+    func createPartial(_ name: String) -> Result<FileDescriptor, Errno> {
+        FileDescriptor.open(name, relativeTo: partials, flags: O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o644)
     }
 
     func removePartial(_ name: String) {
@@ -86,22 +86,36 @@ public final class CacheFolder {
     /// on the way are created (0755); a symlink on the way fails the placement and nothing
     /// is written outside the feed's folder. Returns the folder, which the caller fsyncs
     /// (once per batch of files) before recording the placement.
-    func place(partial name: String, feed: String, path: String) -> Result<FileDescriptor, CacheError> {
-        var components = path.split(separator: "/")
-        let leaf = String(components.removeLast())
-        let folder: FileDescriptor
-        switch SafePath.openFolders([Substring(feed)] + components, below: root, create: true) {
-        case .success(let opened): folder = opened
-        case .failure(let error): return .failure(.unsafePath(error.description))
+    ///
+    /// `folders` keeps the folders opened so far (by `feed/sub/folder`), so a run opens each
+    /// one once rather than once per file; an entry whose folder was removed meanwhile is
+    /// opened again.
+    func place(partial name: String, feed: String, path: String,
+               folders: inout [String: FileDescriptor]) -> Result<FileDescriptor, CacheError> {
+        let slash = path.lastIndex(of: "/")
+        let leaf = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let key = slash.map { feed + "/" + path[..<$0] } ?? feed
+        for attempt in 0..<2 {
+            let folder: FileDescriptor
+            if attempt == 0, let known = folders[key] {
+                folder = known
+            } else {
+                let components = slash.map { path[..<$0].split(separator: "/") } ?? []
+                switch SafePath.openFolders([Substring(feed)] + components, below: root, create: true) {
+                case .success(let opened): folder = opened
+                case .failure(let error): return .failure(.unsafePath(error.description))
+                }
+                folders[key] = folder
+            }
+            if renameat(partials.raw, name, folder.raw, leaf) == 0 { return .success(folder) }
+            let error = Errno.current
+            if error.code == ENOENT, attempt == 0, folders[key] === folder { folders[key] = nil; continue }  // folder gone: reopen
+            if error.code == EISDIR || error.code == ENOTEMPTY || error.code == EEXIST {
+                return .failure(.unsafePath("'\(feed)/\(path)' is a folder"))
+            }
+            return .failure(.cannotWrite("\(self.path)/\(feed)/\(path)", error.description))
         }
-        var info = stat()
-        if fstatat(folder.raw, leaf, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
-            return .failure(.unsafePath("'\(feed)/\(path)' is a folder"))
-        }
-        guard renameat(partials.raw, name, folder.raw, leaf) == 0 else {
-            return .failure(.cannotWrite("\(self.path)/\(feed)/\(path)", Errno.current.description))
-        }
-        return .success(folder)
+        return .failure(.cannotWrite("\(self.path)/\(feed)/\(path)", "the folder keeps disappearing"))
     }
 
     /// True when `CACHE/<feed>/<path>` is a regular file (never following a symlink).

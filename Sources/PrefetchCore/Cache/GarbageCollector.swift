@@ -19,12 +19,18 @@ public enum GarbageCollector {
     public static func collect(feeds: [Feed], cache: String, now: Int64, realNow: Int64 = Clock.realNow()) -> [Removal] {
         var removals: [Removal] = []
         let root = cache.hasSuffix("/") ? String(cache.dropLast()) : cache
-        var partialOwners = Set<String>()
+        let partials: [String]
+        if case .success(let names) = FileSystem.listDirectory(root + "/.prefetch/partial") {
+            partials = names.filter { $0.hasSuffix(".part") }
+        } else {
+            partials = []
+        }
+        var partialOwners = Set<String>()  // partial names are hashes: computed only when there are partials
         for feed in feeds {
             var listed = Set<String>()
             for resource in feed.resources {
-                listed.insert(resource.path)
-                partialOwners.insert(CacheFolder.partialName(feed: feed.name, path: resource.path))
+                if feed.prune { listed.insert(resource.path) }
+                if !partials.isEmpty { partialOwners.insert(CacheFolder.partialName(feed: feed.name, path: resource.path)) }
                 if let expires = resource.expires, expires <= now,
                    FileSystem.isRegularFileNoFollow(root + "/" + feed.name + "/" + resource.path) {
                     removals.append(Removal(path: feed.name + "/" + resource.path, reason: "expired",
@@ -37,15 +43,13 @@ public enum GarbageCollector {
                 }
             }
         }
-        if case .success(let names) = FileSystem.listDirectory(root + "/.prefetch/partial") {
-            for name in names where name.hasSuffix(".part") {
-                var info = stat()
-                guard lstat(root + "/.prefetch/partial/" + name, &info) == 0 else { continue }
-                if !partialOwners.contains(name) {
-                    removals.append(Removal(path: ".prefetch/partial/" + name, reason: "partial of a resource no longer listed", key: nil))
-                } else if realNow - Int64(info.st_mtim.tv_sec) > abandonedAfter {
-                    removals.append(Removal(path: ".prefetch/partial/" + name, reason: "partial untouched for 7 days", key: nil))
-                }
+        for name in partials {
+            var info = stat()
+            guard lstat(root + "/.prefetch/partial/" + name, &info) == 0 else { continue }
+            if !partialOwners.contains(name) {
+                removals.append(Removal(path: ".prefetch/partial/" + name, reason: "partial of a resource no longer listed", key: nil))
+            } else if realNow - Int64(info.st_mtim.tv_sec) > abandonedAfter {
+                removals.append(Removal(path: ".prefetch/partial/" + name, reason: "partial untouched for 7 days", key: nil))
             }
         }
         return removals

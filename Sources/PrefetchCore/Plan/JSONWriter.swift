@@ -37,7 +37,7 @@ struct JSONObject {
 
     mutating func add(_ name: String, _ value: Double?) {
         key(name)
-        text += value.map { $0.isFinite ? String(format: "%.1f", $0) : "null" } ?? "null"
+        text += value.map { $0.isFinite ? DecimalText.oneDecimal($0) : "null" } ?? "null"
     }
 
     mutating func add(_ name: String, strings: [String]) {
@@ -77,3 +77,15 @@ struct JSONObject {
 }
 
 import Foundation
+
+/// Numbers with one decimal, as `printf("%.1f")` writes them, without Foundation's
+/// `String(format:)` (slow: it goes through NSString on Linux).
+enum DecimalText {
+    static func oneDecimal(_ value: Double) -> String {
+        guard value.isFinite else { return "\(value)" }
+        let tenths = (abs(value) * 10).rounded()
+        guard tenths < 9e17 else { return "\(value)" }
+        let whole = Int64(tenths) / 10, fraction = Int64(tenths) % 10
+        return (value < 0 && tenths > 0 ? "-" : "") + "\(whole).\(fraction)"
+    }
+}

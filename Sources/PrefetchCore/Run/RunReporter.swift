@@ -74,7 +74,7 @@ final class RunReporter {
         case .started:
             return
         case .placed(let k, let bytes, let seconds):
-            log("placed  \(name(k))  \(ByteSize.format(bytes)) in \(String(format: "%.1f", seconds))s"
+            log("placed  \(name(k))  \(ByteSize.format(bytes)) in \(DecimalText.oneDecimal(seconds))s"
                 + (seconds > 0.05 ? " (\(ByteSize.format(UInt64(Double(bytes) / seconds)))/s)" : ""))
         case .fresh(let k):
             log("fresh   \(name(k))  (not modified)")
@@ -153,7 +153,7 @@ final class RunReporter {
         }
         if quiet && summary.failed == 0 && !summary.diskFull { return }
         var text = "run: \(summary.placed) placed, \(summary.fresh) fresh (304), \(summary.failed) failed, \(summary.paused) paused"
-        text += "; \(ByteSize.format(summary.bodyBytes)) in \(String(format: "%.1f", seconds))s"
+        text += "; \(ByteSize.format(summary.bodyBytes)) in \(DecimalText.oneDecimal(seconds))s"
         if notDue > 0 { text += "; \(notDue) not due now (see prefetch plan)" }
         console.out(text + "\n")
     }

@@ -57,6 +57,17 @@ final class SQLiteConnection {
         while try statement.step() {}
     }
 
+    /// Rows changed through this connection so far, and SQLite's counter of commits by
+    /// other connections: together they say whether anything was written since a read.
+    var changeStamp: (Int64, Int64) {
+        get throws(SQLiteError) {
+            let statement = try cached("PRAGMA data_version")
+            defer { statement.reset() }
+            _ = try statement.step()
+            return (Int64(sqlite3_total_changes64(handle)), statement.int(0) ?? 0)
+        }
+    }
+
     private var depth = 0
 
     /// Runs `body` in a transaction (committed when it returns, rolled back when it throws).

@@ -126,6 +126,16 @@ public final class StateStore {
 
     /// Everything the planner needs, in one read transaction.
     public func snapshot() throws(SQLiteError) -> StateSnapshot {
+        let stamp = try db.changeStamp
+        if let last = lastSnapshot, last.stamp == stamp { return last.snapshot }  // nothing written since
+        let snapshot = try readSnapshot()
+        lastSnapshot = (stamp, snapshot)
+        return snapshot
+    }
+
+    private var lastSnapshot: (stamp: (Int64, Int64), snapshot: StateSnapshot)?
+
+    private func readSnapshot() throws(SQLiteError) -> StateSnapshot {
         var snapshot = StateSnapshot()
         let feeds = try db.prepare("SELECT feed, last_release, last_release_finished, last_success, last_error FROM feeds")
         while try feeds.step() {
@@ -196,10 +206,11 @@ public final class StateStore {
         try db.run("UPDATE feeds SET last_release_finished = ?, last_success = ? WHERE feed = ?", [.int(time), .int(time), .text(feed)])
     }
 
-    /// Records a verified copy placed (or confirmed by a 304) at `time`; clears failures and the partial.
+    /// Records a verified copy placed (or confirmed by a 304) at `time`; clears failures and,
+    /// unless the caller knows there is none (`clearPartial: false`), the partial's record.
     public func recordValidated(_ key: ResourceKey, urlHash: String, validators: Validators, length: UInt64?,
-                                sha256: String?, placed: Bool, at time: Int64) throws(SQLiteError) {
-        try db.transaction { () throws(SQLiteError) in
+                                sha256: String?, placed: Bool, at time: Int64, clearPartial: Bool = true) throws(SQLiteError) {
+        func upsert() throws(SQLiteError) {
             try db.run("""
                 INSERT INTO resources (feed, path, url_hash, etag, last_modified, length, sha256, placed_at, validated_at, last_success, failures, permanent)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0)
@@ -210,6 +221,10 @@ public final class StateStore {
                     failure_release = NULL, permanent = 0, next_retry = NULL
                 """, [.text(key.feed), .text(key.path), .text(urlHash), .optional(validators.etag), .optional(validators.lastModified),
                       .optional(length), .optional(sha256), placed ? .int(time) : .null, .int(time), .int(time)])
+        }
+        guard clearPartial else { return try upsert() }
+        try db.transaction { () throws(SQLiteError) in
+            try upsert()
             try db.run("DELETE FROM partials WHERE feed = ? AND path = ?", [.text(key.feed), .text(key.path)])
         }
     }

@@ -85,6 +85,30 @@ public enum FileSystem {
         return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
     }
 
+    /// The names of the regular files (not symlinks) directly in an opened folder, read
+    /// with one `getdents` stream: the entry types come with the names, so a folder of
+    /// 100,000 files costs no `stat` per file (only where the filesystem gives no type).
+    public static func regularFiles(in folder: FileDescriptor) -> Set<String> {
+        var files = Set<String>()
+        let copy = dup(folder.raw)
+        guard copy >= 0 else { return files }
+        guard let dir = fdopendir(copy) else { close(copy); return files }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let type = entry.pointee.d_type
+            guard type == UInt8(DT_REG) || type == UInt8(DT_UNKNOWN) else { continue }
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
+            }
+            if type == UInt8(DT_UNKNOWN) {
+                var info = stat()
+                guard fstatat(folder.raw, name, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+            }
+            files.insert(name)
+        }
+        return files
+    }
+
     /// The names in a folder, sorted bytewise, without `.` and `..`.
     public static func listDirectory(_ path: String) -> Result<[String], Errno> {
         guard let dir = opendir(path) else { return .failure(.current) }

@@ -11,6 +11,8 @@ struct CurlError: Error, CustomStringConvertible {
 /// Owns one `CURL *` easy handle (cleaned up in `deinit`); typed setters over the C shim.
 final class CurlEasy {
     let handle: UnsafeMutableRawPointer
+    /// Set once the options every request shares are in place (handles are reused).
+    var configured = false
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private var strings: [ContiguousArray<CChar>] = []
 

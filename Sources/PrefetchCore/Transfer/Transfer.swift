@@ -54,12 +54,18 @@ struct TransferFailure: Error {
 
 /// One resource's HTTP exchange (following redirects by hand so manifest headers never
 /// reach another origin), writing into its partial file and hashing as bytes arrive.
+///
+/// The partial file is opened only when it is needed: at once when resuming, otherwise
+/// when a 2xx body begins. A revalidation answered with 304 touches no file at all.
 final class Transfer {
     let job: TransferJob
-    let easy = CurlEasy()
+    let easy: CurlEasy
     let partialName: String
-    let file: FileDescriptor
-    private(set) var hasher = BackgroundHasher()
+    /// The partial, once opened (see `openFile`).
+    private(set) var file: FileDescriptor?
+    /// Creates the partial afresh (empty) when a new body begins.
+    private let createFile: () -> Result<FileDescriptor, Errno>
+    private var hasher: BackgroundHasher?
     /// SHA-256 is computed while streaming only when the manifest gives one to check.
     private var hashing: Bool { job.resource.sha256 != nil }
     /// Bytes in the partial (and hashed).
@@ -68,6 +74,8 @@ final class Transfer {
     private(set) var requestedFrom: UInt64 = 0
     /// Bytes known to be on disk (after an fsync), recorded in state.db.
     var syncedOffset: UInt64 = 0
+    /// Whether state.db may hold a partial record for this resource (to clear on success).
+    lazy var partialRecorded = job.partial != nil
     let cap: UInt64
     let capName: String
     private(set) var url: String
@@ -90,10 +98,15 @@ final class Transfer {
     private var decided = false
     private var callbackFailure: TransferFailure?
 
-    init(job: TransferJob, file: FileDescriptor, partialName: String, existing: UInt64?, globalCap: UInt64) {
+    /// `existing` is the partial already on disk, opened, with its size: only passed when
+    /// state.db records a partial for this resource (nothing else could be resumed).
+    init(job: TransferJob, easy: CurlEasy, partialName: String, existing: (file: FileDescriptor, size: UInt64)?, globalCap: UInt64,
+         createFile: @escaping () -> Result<FileDescriptor, Errno>) {
         self.job = job
-        self.file = file
+        self.easy = easy
+        self.file = existing?.file
         self.partialName = partialName
+        self.createFile = createFile
         url = job.resource.url.text
         if let size = job.resource.size {
             cap = size
@@ -105,7 +118,7 @@ final class Transfer {
             cap = globalCap
             capName = "the global max_size \(ByteSize.format(globalCap))"
         }
-        prepareResume(existing: existing)
+        prepareResume(existing: existing?.size)
     }
 
     /// FAULTS 2, 3, 7, 8: a partial is trusted up to the offset recorded after an fsync,
@@ -132,6 +145,7 @@ final class Transfer {
         } else {
             ifRange = nil
             restartFromZero()
+            file = nil  // any old partial is replaced when a body begins
         }
         syncedOffset = offset
         // Revalidate a cached copy only when not resuming: a 304 is never "complete" for a partial (FAULTS 11).
@@ -140,8 +154,10 @@ final class Transfer {
 
     /// Cuts the partial back to `length` and hashes those bytes once (FAULTS 2).
     private func primeHash(upTo length: UInt64) -> Bool {
-        guard case .success = file.truncate(to: length), case .success = file.seek(to: 0) else { return false }
+        guard let file, case .success = file.truncate(to: length), case .success = file.seek(to: 0) else { return false }
         guard hashing else { return file.seek(to: length).isSuccess }
+        let hasher = BackgroundHasher()
+        self.hasher = hasher
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         var remaining = length
         while remaining > 0 {
@@ -155,9 +171,11 @@ final class Transfer {
     }
 
     private func restartFromZero() {
-        _ = file.truncate(to: 0)
-        _ = file.seek(to: 0)
-        hasher = BackgroundHasher()
+        if let file {
+            _ = file.truncate(to: 0)
+            _ = file.seek(to: 0)
+        }
+        hasher = nil
         offset = 0
         requestedFrom = 0
         syncedOffset = 0
@@ -190,37 +208,44 @@ final class Transfer {
             if let lastModified = validators.lastModified { lines.append("If-Modified-Since: \(lastModified)") }
         }
         do {
+            if !easy.configured {
+                // Options that are the same for every transfer of a run: set once per handle
+                // (the engine reuses handles; every other option is set on each request).
+                try easy.set(CURLOPT_PROTOCOLS_STR, "http,https", "protocols")
+                try easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https", "redirect protocols")
+                try easy.set(CURLOPT_FOLLOWLOCATION, 0)  // redirects are followed by hand (headers, loops)
+                try easy.set(CURLOPT_NOSIGNAL, 1)
+                try easy.set(CURLOPT_LOW_SPEED_LIMIT, 1024)
+                try easy.set(CURLOPT_SSL_VERIFYPEER, 1)
+                try easy.set(CURLOPT_SSL_VERIFYHOST, 2)
+                if let caFile = config.caFile { try easy.set(CURLOPT_CAINFO, caFile, "ca_file") }
+                try easy.set(CURLOPT_USERAGENT, Self.userAgent, "user agent")
+                try easy.set(CURLOPT_BUFFERSIZE, 512 * 1024)  // fewer callbacks and writes for large bodies
+                try easy.set(CURLOPT_WRITEFUNCTION, callback: { data, size, count, user in
+                    let transfer = Unmanaged<Transfer>.fromOpaque(user!).takeUnretainedValue()
+                    return transfer.receive(UnsafeRawBufferPointer(start: data, count: size * count))
+                })
+                try easy.set(CURLOPT_HEADERFUNCTION, callback: { data, size, count, user in
+                    let transfer = Unmanaged<Transfer>.fromOpaque(user!).takeUnretainedValue()
+                    transfer.header(UnsafeRawBufferPointer(start: data, count: size * count))
+                    return size * count
+                })
+                easy.configured = true
+            }
             try easy.set(CURLOPT_URL, url, "url")
             try easy.setHeaders(lines)
-            try easy.set(CURLOPT_PROTOCOLS_STR, "http,https", "protocols")
-            try easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https", "redirect protocols")
-            try easy.set(CURLOPT_FOLLOWLOCATION, 0)  // redirects are followed by hand (headers, loops)
-            try easy.set(CURLOPT_NOSIGNAL, 1)
             try easy.set(CURLOPT_CONNECTTIMEOUT, Int((job.feed.limits.connectTimeout ?? config.connectTimeout).seconds))
-            try easy.set(CURLOPT_LOW_SPEED_LIMIT, 1024)
             try easy.set(CURLOPT_LOW_SPEED_TIME, Int((job.feed.limits.stallTimeout ?? config.stallTimeout).seconds))
-            try easy.set(CURLOPT_SSL_VERIFYPEER, 1)
-            try easy.set(CURLOPT_SSL_VERIFYHOST, 2)
-            if let caFile = config.caFile { try easy.set(CURLOPT_CAINFO, caFile, "ca_file") }
-            try easy.set(CURLOPT_USERAGENT, "prefetch/\(HelpText.version)", "user agent")
-            try easy.set(CURLOPT_BUFFERSIZE, 512 * 1024)  // fewer callbacks and writes for large bodies
             try easy.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: maxRate ?? 0)
             let me = Unmanaged.passUnretained(self).toOpaque()
             try easy.set(CURLOPT_WRITEDATA, pointer: me)
             try easy.set(CURLOPT_HEADERDATA, pointer: me)
-            try easy.set(CURLOPT_WRITEFUNCTION, callback: { data, size, count, user in
-                let transfer = Unmanaged<Transfer>.fromOpaque(user!).takeUnretainedValue()
-                return transfer.receive(UnsafeRawBufferPointer(start: data, count: size * count))
-            })
-            try easy.set(CURLOPT_HEADERFUNCTION, callback: { data, size, count, user in
-                let transfer = Unmanaged<Transfer>.fromOpaque(user!).takeUnretainedValue()
-                transfer.header(UnsafeRawBufferPointer(start: data, count: size * count))
-                return size * count
-            })
         } catch {
             throw TransferFailure(kind: .permanent, message: error.message, retryAfter: nil, discardPartial: false, httpStatus: nil)
         }
     }
+
+    private static let userAgent = "prefetch/\(HelpText.version)"
 
     /// Caps this transfer's share of the feed's `max_rate`.
     func setRate(_ bytesPerSecond: Int64) {
@@ -234,21 +259,42 @@ final class Transfer {
 
     // MARK: Callbacks (on the engine's thread, inside curl_multi_perform)
 
+    /// The response headers prefetch reads; others are skipped without building strings.
+    private static let wantedHeaders: [(name: [UInt8], key: String)] =
+        ["content-length", "content-range", "etag", "last-modified", "location", "retry-after"].map { (Array($0.utf8), $0) }
+
     private func header(_ bytes: UnsafeRawBufferPointer) {
         // Trim CR/LF as bytes: in a Swift String "\r\n" is one Character, so hasSuffix("\n") misses it.
         var end = bytes.count
         while end > 0, bytes[end - 1] == 0x0A || bytes[end - 1] == 0x0D { end -= 1 }
-        let line = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[0..<end]), as: UTF8.self)
-        if line.hasPrefix("HTTP/") {
-            let parts = line.split(separator: " ", maxSplits: 2)
-            status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+        if end >= 5, bytes[0] == 0x48, bytes[1] == 0x54, bytes[2] == 0x54, bytes[3] == 0x50, bytes[4] == 0x2F {  // "HTTP/"
+            // A status line (one per response, redirects and 100-continue included).
+            var index = 5
+            while index < end, bytes[index] != 0x20 { index += 1 }
+            while index < end, bytes[index] == 0x20 { index += 1 }
+            var code = 0, digits = 0
+            while index < end, digits < 3, (0x30...0x39).contains(bytes[index]) {
+                code = code * 10 + Int(bytes[index] - 0x30)
+                index += 1
+                digits += 1
+            }
+            status = digits == 3 ? code : 0
             headers = [:]
             return
         }
-        guard let colon = line.firstIndex(of: ":") else { return }
-        let name = line[..<colon].lowercased()
-        let value = String(line[line.index(after: colon)...]).trimmingSpaces()
-        headers[name] = value
+        var colon = 0
+        while colon < end, bytes[colon] != 0x3A { colon += 1 }
+        guard colon < end else { return }
+        for (name, key) in Self.wantedHeaders where name.count == colon {
+            var same = true
+            for i in 0..<colon where name[i] != bytes[i] | 0x20 { same = false; break }  // ASCII case-insensitive
+            guard same else { continue }
+            var start = colon + 1, stop = end
+            while start < stop, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+            while stop > start, bytes[stop - 1] == 0x20 || bytes[stop - 1] == 0x09 { stop -= 1 }
+            headers[key] = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<stop]), as: UTF8.self)
+            return
+        }
     }
 
     private func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
@@ -264,9 +310,10 @@ final class Transfer {
                                               retryAfter: nil, discardPartial: true, httpStatus: status)
             return 0
         }
+        guard let file else { return 0 }  // not opened: `callbackFailure` says why
         switch file.write(bytes) {
         case .success:
-            if hashing { hasher.update(bytes) }
+            hasher?.update(bytes)
             offset += UInt64(bytes.count)
             received += UInt64(bytes.count)
             return bytes.count
@@ -294,9 +341,25 @@ final class Transfer {
             if requestedFrom > 0 || offset > 0 { restartFromZero() }
             expectedTotal = headers["content-length"].flatMap { UInt64($0) }
         }
+        if file == nil, !openFile() { return }
+        if hashing, hasher == nil { hasher = BackgroundHasher() }
         // A new version starts: its validators belong to the partial (SPEC §5).
         if status != 206 || partialValidators == Validators() {
             partialValidators = Validators(etag: headers["etag"], lastModified: headers["last-modified"])
+        }
+    }
+
+    /// Creates the partial for a body starting at byte 0 (replacing any stale one).
+    private func openFile() -> Bool {
+        switch createFile() {
+        case .success(let opened):
+            file = opened
+            return true
+        case .failure(let error):
+            let full = error.code == ENOSPC || error.code == EDQUOT
+            callbackFailure = TransferFailure(kind: full ? .diskFull : .transient, message: full ? "disk full" : "cannot open the partial: \(error)",
+                                              retryAfter: nil, discardPartial: false, httpStatus: status)
+            return false
         }
     }
 
@@ -316,6 +379,12 @@ final class Transfer {
 
     /// Classifies the finished exchange (libcurl's result and the HTTP status).
     func finish(curlCode: Int32, maxRedirects: Int) -> TransferOutcome {
+        // An empty 2xx body calls no write callback: decide on it here (a 200 to a ranged
+        // request still means "the file is now this, from zero"; its partial is created empty).
+        if !decided, (200..<300).contains(status), curlCode == CurlGlobal.ok {
+            decided = true
+            decideOnFirstByte()
+        }
         if let failure = callbackFailure { return .failed(failure) }
         let http = status
         if (300..<400).contains(http), http != 304 {
@@ -407,8 +476,8 @@ final class Transfer {
                                            retryAfter: nil, discardPartial: true, httpStatus: status))
         }
         guard hashing else { return .complete(bytes: offset, validators: partialValidators, sha256: nil) }
-        let digest = SHA256.hex(hasher.finish())
-        hasher = BackgroundHasher()
+        let digest = SHA256.hex(hasher.map { $0.finish() } ?? SHA256().finish())
+        hasher = nil
         if let expected = job.resource.sha256, digest != expected {
             return .failed(TransferFailure(kind: .mismatch, message: "sha256 mismatch: got \(digest.prefix(12))…, expected \(expected.prefix(12))…",
                                            retryAfter: nil, discardPartial: true, httpStatus: status))

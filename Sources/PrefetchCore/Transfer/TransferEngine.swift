@@ -147,17 +147,10 @@ final class TransferEngine {
 
     private func start(_ job: TransferJob) {
         let name = CacheFolder.partialName(feed: job.key.feed, path: job.key.path)
-        let existing = cache.partialSize(name)
-        let file: FileDescriptor
-        switch cache.openPartial(name) {
-        case .success(let opened): file = opened
-        case .failure(let error):
-            let full = error.code == ENOSPC || error.code == EDQUOT
-            fail(job, TransferFailure(kind: full ? .diskFull : .transient, message: "cannot open the partial: \(error)",
-                                      retryAfter: nil, discardPartial: false, httpStatus: nil), transfer: nil)
-            return
-        }
-        let transfer = Transfer(job: job, file: file, partialName: name, existing: existing, globalCap: config.maxSize.bytes)
+        // Only a partial state.db knows of can be resumed; any other is replaced when a body begins.
+        let existing = job.partial != nil ? cache.openPartial(name) : nil
+        let transfer = Transfer(job: job, easy: idleHandles.popLast() ?? CurlEasy(), partialName: name, existing: existing,
+                                globalCap: config.maxSize.bytes, createFile: { [cache] in cache.createPartial(name) })
         do {
             try transfer.configure(config: config, environment: environment, maxRate: nil)
         } catch {
@@ -167,6 +160,14 @@ final class TransferEngine {
         active[transfer.easy.handle] = transfer
         multi.add(transfer.easy)
         onEvent(.started(job.key, url: job.resource.url.redacted, total: job.resource.size, resumeAt: transfer.offset))
+    }
+
+    /// Easy handles of finished transfers, reused by the next ones (libcurl keeps the
+    /// connection cache in the multi handle; reuse saves setting up a handle per file).
+    private var idleHandles: [CurlEasy] = []
+
+    private func release(_ transfer: Transfer) {
+        if idleHandles.count < config.concurrency { idleHandles.append(transfer.easy) }
     }
 
     /// Splits each feed's `max_rate` over its running transfers.
@@ -186,6 +187,7 @@ final class TransferEngine {
             guard let transfer = active[handle] else { continue }
             multi.remove(transfer.easy)
             let outcome = transfer.finish(curlCode: code, maxRedirects: transfer.job.feed.limits.maxRedirects ?? config.maxRedirects)
+            if case .redirect = outcome {} else { release(transfer) }
             switch outcome {
             case .redirect:
                 do {
@@ -202,7 +204,8 @@ final class TransferEngine {
             case .notModified(let validators):
                 active[handle] = nil
                 record { try state.recordValidated(transfer.job.key, urlHash: transfer.job.urlHash, validators: validators,
-                                                   length: nil, sha256: nil, placed: false, at: clock()) }
+                                                   length: nil, sha256: nil, placed: false, at: clock(),
+                                                   clearPartial: transfer.partialRecorded) }
                 cache.removePartial(transfer.partialName)
                 attempt(transfer, outcome: "not modified", error: nil)
                 summary.fresh += 1
@@ -218,12 +221,12 @@ final class TransferEngine {
     /// fsync, rename into place, fsync the folder, then record — in that order (SPEC §3).
     private func complete(_ transfer: Transfer, bytes: UInt64, validators: Validators, sha256: String?) {
         countMetered(transfer)
-        if case .failure(let error) = transfer.file.sync() {
+        if let file = transfer.file, case .failure(let error) = file.sync() {
             fail(transfer.job, TransferFailure(kind: .transient, message: "fsync: \(error)", retryAfter: nil, discardPartial: false, httpStatus: nil),
                  transfer: transfer)
             return
         }
-        switch cache.place(partial: transfer.partialName, feed: transfer.job.key.feed, path: transfer.job.key.path) {
+        switch cache.place(partial: transfer.partialName, feed: transfer.job.key.feed, path: transfer.job.key.path, folders: &openFolders) {
         case .failure(let error):
             cache.removePartial(transfer.partialName)
             fail(transfer.job, TransferFailure(kind: .permanent, message: error.description, retryAfter: nil, discardPartial: true, httpStatus: nil),
@@ -231,12 +234,16 @@ final class TransferEngine {
         case .success(let folder):
             placedFolders[folderKey(transfer.job.key)] = folder
             record { try state.recordValidated(transfer.job.key, urlHash: transfer.job.urlHash, validators: validators,
-                                               length: bytes, sha256: sha256, placed: true, at: clock()) }
+                                               length: bytes, sha256: sha256, placed: true, at: clock(),
+                                               clearPartial: transfer.partialRecorded) }
             attempt(transfer, outcome: "placed", error: nil)
             summary.placed += 1
             onEvent(.placed(transfer.job.key, bytes: bytes, seconds: Date().timeIntervalSince(transfer.startedAt)))
         }
     }
+
+    /// Folders of the cache opened by placements in this run.
+    private var openFolders: [String: FileDescriptor] = [:]
 
     /// Folders that received files in this completion batch, fsynced once each before the
     /// batch's state commit: the rename is durable before state says the file is there.
@@ -329,6 +336,7 @@ final class TransferEngine {
     private func pause(_ transfer: Transfer, reason: String) {
         multi.remove(transfer.easy)
         active[transfer.easy.handle] = nil
+        release(transfer)
         countMetered(transfer)
         sync(transfer)
         attempt(transfer, outcome: "paused", error: reason)
@@ -340,8 +348,9 @@ final class TransferEngine {
     private func sync(_ transfer: Transfer) {
         guard transfer.offset != transfer.syncedOffset || transfer.offset == 0 else { return }
         guard transfer.offset > 0 else { return }
-        guard case .success = transfer.file.sync() else { return }
+        guard let file = transfer.file, case .success = file.sync() else { return }
         transfer.syncedOffset = transfer.offset
+        transfer.partialRecorded = true
         record { try state.recordPartial(transfer.job.key, PartialState(
             urlHash: transfer.job.urlHash, validators: transfer.partialValidators, totalLength: transfer.expectedTotal,
             syncedOffset: transfer.syncedOffset, updatedAt: clock())) }

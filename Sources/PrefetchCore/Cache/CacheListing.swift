@@ -1,0 +1,34 @@
+import Foundation
+
+/// Which final files are in the cache (regular files only: a symlink is never trusted).
+enum CacheListing {
+    /// Reads each folder that holds listed files once (no `stat` per file), reaching it
+    /// without following symlinks; creates nothing.
+    static func present(_ feeds: [Feed], cache: String) -> Set<ResourceKey> {
+        var present = Set<ResourceKey>()
+        guard case .success(let root) = FileDescriptor.open(cache, flags: O_RDONLY | O_DIRECTORY) else { return present }
+        for feed in feeds {
+            var folders: [Substring: Set<String>] = [:]
+            for resource in feed.resources {
+                let path = resource.path
+                let slash = path.lastIndex(of: "/")
+                let parent = slash.map { path[..<$0] } ?? ""
+                let leaf = slash.map { String(path[path.index(after: $0)...]) } ?? path
+                let files: Set<String>
+                if let known = folders[parent] {
+                    files = known
+                } else {
+                    let components = [Substring(feed.name)] + parent.split(separator: "/")
+                    if case .success(let folder) = SafePath.openFolders(components, below: root, create: false) {
+                        files = FileSystem.regularFiles(in: folder)
+                    } else {
+                        files = []
+                    }
+                    folders[parent] = files
+                }
+                if files.contains(leaf) { present.insert(ResourceKey(feed: feed.name, path: path)) }
+            }
+        }
+        return present
+    }
+}
