@@ -1,5 +1,7 @@
 #include "CShims.h"
 
+#include <sys/vfs.h>
+
 CURLcode CShims_easy_setopt_long(CURL *handle, CURLoption option, long value) {
     return curl_easy_setopt(handle, option, value);
 }
@@ -48,4 +50,9 @@ CURLcode CShims_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value) 
 
 CURLMcode CShims_multi_setopt_long(CURLM *handle, CURLMoption option, long value) {
     return curl_multi_setopt(handle, option, value);
+}
+
+long CShims_filesystem_type(int fd) {
+    struct statfs info;
+    return fstatfs(fd, &info) == 0 ? (long)info.f_type : -1;
 }

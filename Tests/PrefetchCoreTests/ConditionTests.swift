@@ -147,6 +147,38 @@ import Testing
         #expect(after.resources[ResourceKey(feed: "lobby", path: "d")]?.partial == nil)
     }
 
+    @Test func historyIsBounded() throws {
+        let folder = try TemporaryFolderForUnitTests()
+        let store = try StateStore.openForWriting(folder.path + "/state.db")
+        for i in 0..<25 {
+            try store.recordAttempt(ResourceKey(feed: "f", path: "p\(i)"), startedAt: Int64(i), finishedAt: Int64(i), bytes: 1,
+                                    httpStatus: 200, outcome: "placed", error: nil)
+            try store.recordRun(startedAt: Int64(i), finishedAt: Int64(i), bodyBytes: 1, transferSeconds: 1, placed: 1, fresh: 0, failed: 0)
+        }
+        try store.pruneHistory(attempts: 10, runs: 3)
+        let db = try SQLiteConnection(path: folder.path + "/state.db", readOnly: true)
+        let attempts = try db.prepare("SELECT COUNT(*), MIN(started_at), MAX(started_at) FROM attempts")
+        #expect(try attempts.step())
+        #expect([attempts.int(0), attempts.int(1), attempts.int(2)] == [10, 15, 24])  // the newest ten
+        let runs = try db.prepare("SELECT COUNT(*), MIN(started_at) FROM runs")
+        #expect(try runs.step())
+        #expect([runs.int(0), runs.int(1)] == [3, 22])
+    }
+
+    @Test func theSnapshotFollowsEveryWrite() throws {
+        let folder = try TemporaryFolderForUnitTests()
+        let path = folder.path + "/state.db"
+        let store = try StateStore.openForWriting(path)
+        #expect(try store.snapshot().feeds.isEmpty)
+        try store.recordRelease(feed: "a", release: 1)  // this connection
+        #expect(try store.snapshot().feeds["a"]?.lastRelease == 1)
+        let other = try StateStore.openForWriting(path)  // another writer (another process, as far as SQLite knows)
+        try other.recordRelease(feed: "b", release: 2)
+        #expect(try store.snapshot().feeds["b"]?.lastRelease == 2)
+        let unchanged = try store.snapshot()
+        #expect(unchanged.feeds.count == 2)
+    }
+
     @Test func aNewerSchemaIsRefused() throws {
         let folder = try TemporaryFolderForUnitTests()
         let path = folder.path + "/state.db"

@@ -26,4 +26,8 @@ CURLcode CShims_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value);
 
 CURLMcode CShims_multi_setopt_long(CURLM *handle, CURLMoption option, long value);
 
+/* The filesystem type (statfs f_type) of an open file, or -1: <sys/vfs.h> is not in
+ * Swift's Glibc module. */
+long CShims_filesystem_type(int fd);
+
 #endif

@@ -1,4 +1,5 @@
 import Foundation
+internal import CShims
 
 /// The cache folder of SPEC §3: final files under `CACHE/<feed>/`, and `.prefetch/` with
 /// state.db, the lock and partials (on the same filesystem, so a rename is atomic).
@@ -39,6 +40,14 @@ public final class CacheFolder {
     }
 
     public var statePath: String { StateStore.path(inCache: path) }
+
+    /// True when the cache lives in memory (tmpfs, ramfs): fsync returns at once there, so
+    /// handing it to another thread would cost more than it saves.
+    lazy var syncIsFree: Bool = {
+        let type = CShims_filesystem_type(root.raw)
+        let tmpfsMagic = 0x0102_1994, ramfsMagic = 0x8584_58F6
+        return type == tmpfsMagic || type == ramfsMagic
+    }()
 
     /// Takes `.prefetch/lock` (flock). `wait: false` returns false when another writer holds it.
     public func lock(wait: Bool) -> Result<Bool, CacheError> {

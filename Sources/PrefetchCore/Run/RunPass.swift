@@ -109,6 +109,7 @@ struct RunPass {
             try? state.recordRun(startedAt: Int64(started.timeIntervalSince1970), finishedAt: clock(), bodyBytes: summary.bodyBytes,
                                  transferSeconds: summary.transferSeconds, placed: summary.placed, fresh: summary.fresh, failed: summary.failed)
         }
+        if summary.placed + summary.fresh + summary.failed > 0 { try? state.pruneHistory() }
         if summary.diskFull { console.err("prefetch: error: disk full: transfers paused; partial data kept for resume\n") }
         let exit: ExitCode = summary.failed > 0 || summary.diskFull ? .failure : .success
         let notDue = plan.feeds.reduce(0) { $0 + $1.items.filter { $0.status != .due && $0.status != .fresh }.count }

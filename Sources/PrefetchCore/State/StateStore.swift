@@ -286,6 +286,18 @@ public final class StateStore {
                   httpStatus.map { .int(Int64($0)) } ?? .null, .text(outcome), .optional(error)])
     }
 
+    /// How much history state.db keeps: the newest attempts and runs (ids grow with time).
+    /// A kiosk revalidating 2,000 files an hour would otherwise add 48,000 rows a day, forever.
+    public static let keptAttempts: Int64 = 100_000
+    public static let keptRuns: Int64 = 10_000
+
+    /// Drops history beyond the newest `attempts` attempts and `runs` runs (a range delete
+    /// on the rowid: cheap however long the table).
+    public func pruneHistory(attempts: Int64 = keptAttempts, runs: Int64 = keptRuns) throws(SQLiteError) {
+        try db.run("DELETE FROM attempts WHERE id <= (SELECT MAX(id) FROM attempts) - ?", [.int(attempts)])
+        try db.run("DELETE FROM runs WHERE id <= (SELECT MAX(id) FROM runs) - ?", [.int(runs)])
+    }
+
     /// Adds bytes moved over a metered link to a feed's local day.
     public func addMeteredBytes(_ day: MeteredDay, _ bytes: UInt64) throws(SQLiteError) {
         try db.run("""

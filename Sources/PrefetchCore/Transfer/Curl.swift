@@ -118,6 +118,15 @@ final class CurlMulti {
         curl_multi_wakeup(handle)
     }
 
+    /// Something other threads may call to end a `poll` early (curl_multi_wakeup is
+    /// thread-safe); valid while this multi handle lives.
+    var waker: Waker { Waker(handle: handle) }
+
+    struct Waker: @unchecked Sendable {
+        fileprivate let handle: UnsafeMutableRawPointer
+        func wake() { curl_multi_wakeup(handle) }
+    }
+
     /// Completed transfers: the easy handle and its result code.
     func completed() -> [(UnsafeMutableRawPointer, Int32)] {
         var done: [(UnsafeMutableRawPointer, Int32)] = []

@@ -57,6 +57,45 @@ final class TransferEngine {
         self.clock = clock
         self.onEvent = onEvent
         multi = CurlMulti(totalConnections: config.concurrency, perHost: config.perHost)
+        syncsInline = cache.syncIsFree
+        syncer = Syncer(maxWorkers: 8, onFinished: { [waker = multi.waker] in waker.wake() })
+    }
+
+    // MARK: fsync off the loop
+
+    /// On tmpfs fsync costs nothing and is done in place; elsewhere it goes to `syncer`.
+    private let syncsInline: Bool
+    private let syncer: Syncer
+    private var nextSyncID = 0
+    /// Complete files waiting for their fsync before the rename.
+    private var awaitingPlacement: [Int: (transfer: Transfer, bytes: UInt64, validators: Validators, sha256: String?)] = [:]
+    /// Periodic partial fsyncs in flight: the offset and validators to record once durable.
+    private var awaitingPartialSync: [Int: (transfer: Transfer, offset: UInt64, validators: Validators, total: UInt64?)] = [:]
+    /// Complete files may wait for fsync only up to this many; then new transfers wait (each holds a descriptor).
+    private var placementBacklog: Int { max(32, 2 * config.concurrency) }
+
+    private func submitSync(_ file: FileDescriptor) -> Int {
+        nextSyncID += 1
+        syncer.submit(id: nextSyncID, file: file)
+        return nextSyncID
+    }
+
+    /// Continues what waited for an fsync: placements, and partial offsets to record.
+    private func handleSynced() {
+        for done in syncer.takeFinished() {
+            if let waiting = awaitingPlacement.removeValue(forKey: done.id) {
+                place(waiting.transfer, bytes: waiting.bytes, validators: waiting.validators, sha256: waiting.sha256, synced: done.result)
+            } else if let partial = awaitingPartialSync.removeValue(forKey: done.id) {
+                let transfer = partial.transfer
+                // Only for a transfer still running: one that ended has recorded its own outcome.
+                guard case .success = done.result, active[transfer.easy.handle] === transfer, partial.offset > transfer.syncedOffset else { continue }
+                transfer.syncedOffset = partial.offset
+                transfer.partialRecorded = true
+                record { try state.recordPartial(transfer.job.key, PartialState(
+                    urlHash: transfer.job.urlHash, validators: partial.validators, totalLength: partial.total,
+                    syncedOffset: partial.offset, updatedAt: clock())) }
+            }
+        }
     }
 
     /// Runs `jobs` in order. `pauseReason(feed)` is asked every few seconds (window closed,
@@ -96,7 +135,7 @@ final class TransferEngine {
             // Jobs start in plan order; a job held back by a limit keeps its place. Started
             // jobs are marked, not removed, so a long queue is never shifted.
             var index = head
-            while index < queue.count, active.count < config.concurrency {
+            while index < queue.count, active.count < config.concurrency, awaitingPlacement.count < placementBacklog {
                 if !taken[index], queue[index].notBefore <= now, canStart(queue[index]) {
                     taken[index] = true
                     start(queue[index])
@@ -107,6 +146,11 @@ final class TransferEngine {
             while head < queue.count, taken[head] { head += 1 }
             if startedAny { balanceRates() }
             if active.isEmpty {
+                if !awaitingPlacement.isEmpty || !awaitingPartialSync.isEmpty {
+                    syncer.waitForAny(seconds: 0.2)
+                    record { try state.batch { handleSynced(); syncPlacedFolders() } }
+                    continue
+                }
                 if let busy = busySince { summary.transferSeconds += Date().timeIntervalSince(busy); busySince = nil }
                 if head >= queue.count && pendingRetries.isEmpty { break }
                 Thread.sleep(forTimeInterval: 0.2)  // waiting for a retry within the run
@@ -114,11 +158,11 @@ final class TransferEngine {
             }
             if busySince == nil { busySince = Date() }
             _ = multi.perform()
-            record { try state.batch { handleCompleted(); syncPlacedFolders() } }
+            record { try state.batch { handleCompleted(); handleSynced(); syncPlacedFolders() } }
             if !active.isEmpty { multi.poll(milliseconds: 200) }
             if Date().timeIntervalSince(lastSync) >= 2 {
                 lastSync = Date()
-                for transfer in active.values { sync(transfer) }
+                for transfer in active.values { syncInBackground(transfer) }
             }
             if Date().timeIntervalSince(lastProgress) >= 0.25 {
                 lastProgress = Date()
@@ -129,6 +173,12 @@ final class TransferEngine {
                 }.sorted { $0.key.path < $1.key.path }))
             }
         }
+        // Complete files still waiting for their fsync are placed (also when stopping: they are verified).
+        while !awaitingPlacement.isEmpty || !awaitingPartialSync.isEmpty {
+            syncer.waitForAny(seconds: 0.2)
+            record { try state.batch { handleSynced(); syncPlacedFolders() } }
+        }
+        syncer.shutDown()
         if let busy = busySince { summary.transferSeconds += Date().timeIntervalSince(busy) }
         return summary
     }
@@ -219,9 +269,23 @@ final class TransferEngine {
     }
 
     /// fsync, rename into place, fsync the folder, then record — in that order (SPEC §3).
+    /// The fsync runs on the syncer (unless it is free), the rest back on this thread.
     private func complete(_ transfer: Transfer, bytes: UInt64, validators: Validators, sha256: String?) {
         countMetered(transfer)
-        if let file = transfer.file, case .failure(let error) = file.sync() {
+        guard let file = transfer.file else {
+            fail(transfer.job, TransferFailure(kind: .transient, message: "the partial is missing", retryAfter: nil, discardPartial: true, httpStatus: nil),
+                 transfer: transfer)
+            return
+        }
+        if syncsInline {
+            place(transfer, bytes: bytes, validators: validators, sha256: sha256, synced: file.sync())
+        } else {
+            awaitingPlacement[submitSync(file)] = (transfer, bytes, validators, sha256)
+        }
+    }
+
+    private func place(_ transfer: Transfer, bytes: UInt64, validators: Validators, sha256: String?, synced: Result<Void, Errno>) {
+        if case .failure(let error) = synced {
             fail(transfer.job, TransferFailure(kind: .transient, message: "fsync: \(error)", retryAfter: nil, discardPartial: false, httpStatus: nil),
                  transfer: transfer)
             return
@@ -342,6 +406,15 @@ final class TransferEngine {
         attempt(transfer, outcome: "paused", error: reason)
         summary.paused += 1
         onEvent(.paused(transfer.job.key, reason: reason, offset: transfer.syncedOffset))
+    }
+
+    /// The periodic fsync of a running transfer's partial, off the loop; the offset is
+    /// recorded when it is durable (`handleSynced`).
+    private func syncInBackground(_ transfer: Transfer) {
+        guard !syncsInline else { return sync(transfer) }
+        guard let file = transfer.file, transfer.offset > transfer.syncedOffset,
+              !awaitingPartialSync.values.contains(where: { $0.transfer === transfer }) else { return }
+        awaitingPartialSync[submitSync(file)] = (transfer, transfer.offset, transfer.partialValidators, transfer.expectedTotal)
     }
 
     /// fsync the partial, then record the offset: a crash never trusts unsynced bytes (FAULTS 2).
