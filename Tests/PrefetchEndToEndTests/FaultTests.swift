@@ -373,6 +373,23 @@ import PrefetchCore
         s.checkInvariant(["t/a.bin": [body]])
     }
 
+    /// FAULTS 5, with no body at all: a 200 with `Content-Length: 0` to a ranged request
+    /// calls no write callback, and still means "the file is now empty" — the planted
+    /// partial must not be placed as if it were the answer.
+    @Test func anEmpty200ToARangedRequestIsAnEmptyFile() throws {
+        let s = try Scenario()
+        s.origin.serve("/a.bin", OriginResource([], etag: "\"v1\""))
+        s.origin.inject("/a.bin", [.ignoreRange])
+        try s.plant("a.bin", bytes: Self.bytes(400_000, seed: 52), synced: 400_000, validators: Validators(etag: "\"v1\""))
+        try s.feed(Self.inRun + "resources:\n  - url: ORIGIN/a.bin\n")
+        let result = try s.run()
+        #expect(result.status == 0, "\(result.diagnostics)")
+        #expect(s.origin.requests(to: "/a.bin").first?.header("range") == "bytes=400000-")
+        #expect(s.size("t/a.bin") == 0)
+        #expect(s.partials.isEmpty)
+        s.checkInvariant(["t/a.bin": [[]]])
+    }
+
     /// FAULTS 6: If-Range no longer matches (new ETag) → 200 with the new version → replaced
     /// cleanly, new validators recorded (the next revalidation sends them).
     @Test func aNewVersionReplacesAPartialOfTheOldOne() throws {
@@ -516,6 +533,7 @@ import PrefetchCore
         #expect(try s.run().status == 0)
         let before = try #require(s.stat("t/a.bin"))
         let validatedBefore = try #require(s.resourceState("a.bin")?.validatedAt)
+        let partialFolderBefore = try #require(s.stat(".prefetch/partial"))
 
         let again = try s.run(offset: "+2h")
         #expect(again.status == 0, "\(again.diagnostics)")
@@ -531,6 +549,10 @@ import PrefetchCore
         #expect(after.st_mtim.tv_sec == before.st_mtim.tv_sec && after.st_mtim.tv_nsec == before.st_mtim.tv_nsec)
         #expect(s.digest("t/a.bin") == Self.sha(body))
         #expect((s.resourceState("a.bin")?.validatedAt ?? 0) >= validatedBefore + 7000)
+        // No partial was even created for the 304 (a create and unlink would move the folder's mtime).
+        let partialFolderAfter = try #require(s.stat(".prefetch/partial"))
+        #expect(partialFolderAfter.st_mtim.tv_sec == partialFolderBefore.st_mtim.tv_sec
+                && partialFolderAfter.st_mtim.tv_nsec == partialFolderBefore.st_mtim.tv_nsec)
         s.checkInvariant(["t/a.bin": [body]])
     }
 

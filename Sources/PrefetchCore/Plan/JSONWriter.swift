@@ -78,7 +78,7 @@ struct JSONObject {
 
 import Foundation
 
-/// Numbers with one decimal, as `printf("%.1f")` writes them, without Foundation's
+/// Numbers with one decimal (halves rounded away from zero), without Foundation's
 /// `String(format:)` (slow: it goes through NSString on Linux).
 enum DecimalText {
     static func oneDecimal(_ value: Double) -> String {

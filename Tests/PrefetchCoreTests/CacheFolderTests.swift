@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+@testable import PrefetchCore
+
+/// The cache's file operations below the engine: placing, listing, fsync off the loop.
+@Suite struct CacheFolderTests {
+    static func feed(_ yaml: String) throws -> Feed {
+        try #require(FeedDecoder(config: Config()).decode(Array(yaml.utf8), file: "f.yaml").feed)
+    }
+
+    static func partial(_ cache: CacheFolder, _ name: String, _ text: String) throws {
+        let file = try cache.createPartial(name).get()
+        _ = text.utf8CString.dropLast().withUnsafeBytes { file.write($0) }
+    }
+
+    /// Folders are opened once per run; one removed behind prefetch's back is opened (and
+    /// created) again rather than renaming into a deleted folder.
+    @Test func placementReopensAFolderRemovedMeanwhile() throws {
+        let folder = try TemporaryFolderForUnitTests()
+        let cache = try CacheFolder.open(folder.path + "/cache").get()
+        var folders: [String: FileDescriptor] = [:]
+        try Self.partial(cache, "a.part", "one")
+        _ = try cache.place(partial: "a.part", feed: "f", path: "sub/a.bin", folders: &folders).get()
+        #expect(folders.keys.sorted() == ["f/sub"])
+        try FileManager.default.removeItem(atPath: folder.path + "/cache/f/sub")
+        try Self.partial(cache, "b.part", "two")
+        _ = try cache.place(partial: "b.part", feed: "f", path: "sub/b.bin", folders: &folders).get()
+        #expect(try String(contentsOfFile: folder.path + "/cache/f/sub/b.bin", encoding: .utf8) == "two")
+    }
+
+    @Test func placingOverAFolderIsRefused() throws {
+        let folder = try TemporaryFolderForUnitTests()
+        let cache = try CacheFolder.open(folder.path + "/cache").get()
+        try FileManager.default.createDirectory(atPath: folder.path + "/cache/f/a.bin/x", withIntermediateDirectories: true)
+        try Self.partial(cache, "a.part", "one")
+        var folders: [String: FileDescriptor] = [:]
+        guard case .failure(let error) = cache.place(partial: "a.part", feed: "f", path: "a.bin", folders: &folders) else {
+            Issue.record("a file replaced a folder")
+            return
+        }
+        #expect(error.description == "'f/a.bin' is a folder")
+    }
+
+    /// The listing reads folders (no stat per file) and trusts regular files only: not a
+    /// symlink, not a folder, and nothing reached through a symlinked folder.
+    @Test func theListingSeesRegularFilesOnly() throws {
+        let folder = try TemporaryFolderForUnitTests()
+        let root = folder.path
+        for sub in ["f/deep/er", "f/dir.bin", "outside"] {
+            try FileManager.default.createDirectory(atPath: root + "/" + sub, withIntermediateDirectories: true)
+        }
+        folder.write("f/top.bin", "t")
+        folder.write("f/deep/er/leaf.bin", "l")
+        folder.write("outside/via.bin", "v")
+        try FileManager.default.createSymbolicLink(atPath: root + "/f/link.bin", withDestinationPath: root + "/f/top.bin")
+        try FileManager.default.createSymbolicLink(atPath: root + "/f/hop", withDestinationPath: root + "/outside")
+        let feed = try Self.feed("""
+            name: f
+            resources:
+              - { url: "https://e.com/top.bin" }
+              - { url: "https://e.com/x", path: deep/er/leaf.bin }
+              - { url: "https://e.com/link.bin" }
+              - { url: "https://e.com/dir.bin" }
+              - { url: "https://e.com/y", path: hop/via.bin }
+              - { url: "https://e.com/missing.bin" }
+            """)
+        let present = CacheListing.present([feed], cache: root)
+        #expect(present == [ResourceKey(feed: "f", path: "top.bin"), ResourceKey(feed: "f", path: "deep/er/leaf.bin")])
+        #expect(CacheListing.present([feed], cache: root + "/nowhere").isEmpty)
+    }
+
+    /// Every fsync handed to the syncer comes back once, under its id, from worker threads.
+    @Test func theSyncerReturnsEveryResult() throws {
+        let folder = try TemporaryFolderForUnitTests()
+        let wakeups = WakeupCounter()
+        let syncer = Syncer(maxWorkers: 3, onFinished: { wakeups.add() })
+        var files: [FileDescriptor] = []
+        for i in 0..<40 {
+            folder.write("f\(i)", "data \(i)")
+            files.append(try FileDescriptor.open(folder.path + "/f\(i)", flags: O_RDWR).get())
+            syncer.submit(id: i, file: files[i])
+        }
+        var results: [Int: Result<Void, Errno>] = [:]
+        let deadline = Date().addingTimeInterval(20)
+        while results.count < 40, Date() < deadline {
+            syncer.waitForAny(seconds: 0.5)
+            for done in syncer.takeFinished() {
+                #expect(results[done.id] == nil, "id \(done.id) came back twice")
+                results[done.id] = done.result
+            }
+        }
+        #expect(results.keys.sorted() == Array(0..<40))
+        #expect(results.values.filter { !$0.isSuccess }.isEmpty)
+        #expect(syncer.outstanding == 0)
+        while wakeups.count < 40, Date() < deadline { usleep(1000) }  // each wake-up follows its result
+        #expect(wakeups.count == 40)
+        syncer.shutDown()
+    }
+
+    @Test(arguments: [(0.0, "0.0"), (0.04, "0.0"), (0.05, "0.1"), (1.25, "1.3"), (12.96, "13.0"), (-2.5, "-2.5"), (3_600.0, "3600.0")])
+    func oneDecimal(_ value: Double, _ text: String) {
+        #expect(DecimalText.oneDecimal(value) == text)
+    }
+}
+
+/// Counts calls from any thread.
+final class WakeupCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+    func add() { lock.lock(); value += 1; lock.unlock() }
+    var count: Int { lock.lock(); defer { lock.unlock() }; return value }
+}
