@@ -1,4 +1,7 @@
+#define _GNU_SOURCE
 #include "CShims.h"
+
+#include <fcntl.h>
 
 #include <sys/vfs.h>
 
@@ -55,4 +58,8 @@ CURLMcode CShims_multi_setopt_long(CURLM *handle, CURLMoption option, long value
 long CShims_filesystem_type(int fd) {
     struct statfs info;
     return fstatfs(fd, &info) == 0 ? (long)info.f_type : -1;
+}
+
+int CShims_start_writeback(int fd, long long offset, long long length) {
+    return sync_file_range(fd, (off_t)offset, (off_t)length, SYNC_FILE_RANGE_WRITE);
 }

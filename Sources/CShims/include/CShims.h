@@ -30,4 +30,8 @@ CURLMcode CShims_multi_setopt_long(CURLM *handle, CURLMoption option, long value
  * Swift's Glibc module. */
 long CShims_filesystem_type(int fd);
 
+/* Starts writeback of a byte range without waiting for it (Linux sync_file_range with
+ * SYNC_FILE_RANGE_WRITE), so a later fsync has little left to do. 0 or -1 (errno). */
+int CShims_start_writeback(int fd, long long offset, long long length);
+
 #endif

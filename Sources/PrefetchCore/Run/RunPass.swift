@@ -17,9 +17,10 @@ struct RunPass {
         let nextWakeup: Int64?
     }
 
+    /// The shifted system clock (`PREFETCH_CLOCK_OFFSET`, read once per pass).
     var clock: () -> Int64 {
-        let environment = self.environment
-        return { (try? Clock.now(at: nil, environment: environment)) ?? Clock.realNow() }
+        let offset = (try? Clock.offset(environment: environment)) ?? 0
+        return { Clock.realNow() + offset }
     }
 
     func execute(reporter: RunReporter, stopRequested: @escaping () -> Bool) -> Outcome {
@@ -86,6 +87,7 @@ struct RunPass {
             }
             return nil
         }, stopRequested: stopRequested)
+        reporter.flush()
 
         // Releases with nothing left to do are finished; then the clean-up of `gc`.
         var nextWakeup: Int64?

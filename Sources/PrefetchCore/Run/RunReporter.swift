@@ -24,9 +24,14 @@ final class RunReporter {
     private func name(_ key: ResourceKey) -> String { key.feed + "/" + key.path }
 
     func handle(_ event: RunEvent) {
+        if case .progress = event { flush() }  // lines reach the log at least every quarter second
         switch mode {
         case .json: json(event)
         case .plain, .terminal: text(event)
+        }
+        switch event {
+        case .paused, .retrying, .failed: flush()  // rare, and worth seeing at once
+        case .started, .progress, .placed, .fresh: break
         }
     }
 
@@ -47,7 +52,7 @@ final class RunReporter {
                 var row = JSONObject()
                 row.add("type", "progress"); row.add("feed", transfer.key.feed); row.add("path", transfer.key.path)
                 row.add("bytes", transfer.bytes); row.add("total", transfer.total); row.add("rate_bps", transfer.rate)
-                console.out(row.line + "\n")
+                out(row.line + "\n")
             }
             return
         case .placed(let k, let bytes, let seconds):
@@ -62,7 +67,28 @@ final class RunReporter {
             key("failed", k); line.add("error", message); line.add("retry_at", retryAt.map { TimeFormat.rfc3339($0, clock: ZoneClock(TimeZone(identifier: "UTC")!)) })
             line.add("final", true)
         }
-        console.out(line.line + "\n")
+        out(line.line + "\n")
+    }
+
+    /// Lines written to a pipe or file are gathered and written together (one `write` per
+    /// batch rather than per file); a terminal gets every line at once.
+    private var pending = ""
+
+    private func out(_ text: String) {
+        guard mode != .terminal else { return console.out(text) }
+        pending += text
+        if pending.utf8.count >= 32 * 1024 { flush() }
+    }
+
+    private func err(_ text: String) {
+        flush()  // keeps stdout and stderr in order
+        console.err(text)
+    }
+
+    func flush() {
+        guard !pending.isEmpty else { return }
+        console.out(pending)
+        pending = ""
     }
 
     private func text(_ event: RunEvent) {
@@ -93,7 +119,7 @@ final class RunReporter {
     private func log(_ line: String, error: Bool = false) {
         if quiet && !error { return }
         clearBlock()
-        if error { console.err(line + "\n") } else { console.out(line + "\n") }
+        if error { err(line + "\n") } else { out(line + "\n") }
         if mode == .terminal && !quiet { redraw() }
     }
 
@@ -139,6 +165,7 @@ final class RunReporter {
     }
 
     func summary(_ summary: EngineSummary, seconds: Double, exit: ExitCode, notDue: Int) {
+        flush()
         clearBlock()
         if silentWhenIdle, summary.placed + summary.fresh + summary.failed + summary.paused == 0, !summary.diskFull { return }
         if mode == .json {

@@ -1,5 +1,6 @@
 import Foundation
 internal import CCurl
+internal import CShims
 
 /// What one resource's transfer needs to know before it starts.
 struct TransferJob {
@@ -66,6 +67,12 @@ final class Transfer {
     /// Creates the partial afresh (empty) when a new body begins.
     private let createFile: () -> Result<FileDescriptor, Errno>
     private var hasher: BackgroundHasher?
+    /// On a real disk, writeback of each few MiB starts as they arrive, so the fsync
+    /// before placement waits for little more than the tail (and a big file is not all
+    /// dirty in memory at once).
+    private let startWriteback: Bool
+    private var writebackFrom: UInt64 = 0
+    private static let writebackStep: UInt64 = 8 << 20
     /// SHA-256 is computed while streaming only when the manifest gives one to check.
     private var hashing: Bool { job.resource.sha256 != nil }
     /// Bytes in the partial (and hashed).
@@ -101,7 +108,8 @@ final class Transfer {
     /// `existing` is the partial already on disk, opened, with its size: only passed when
     /// state.db records a partial for this resource (nothing else could be resumed).
     init(job: TransferJob, easy: CurlEasy, partialName: String, existing: (file: FileDescriptor, size: UInt64)?, globalCap: UInt64,
-         createFile: @escaping () -> Result<FileDescriptor, Errno>) {
+         startWriteback: Bool = false, createFile: @escaping () -> Result<FileDescriptor, Errno>) {
+        self.startWriteback = startWriteback
         self.job = job
         self.easy = easy
         self.file = existing?.file
@@ -142,6 +150,7 @@ final class Transfer {
         if resume > 0, primeHash(upTo: resume) {
             offset = resume
             requestedFrom = resume
+            writebackFrom = resume
         } else {
             ifRange = nil
             restartFromZero()
@@ -176,6 +185,7 @@ final class Transfer {
             _ = file.seek(to: 0)
         }
         hasher = nil
+        writebackFrom = 0
         offset = 0
         requestedFrom = 0
         syncedOffset = 0
@@ -253,6 +263,7 @@ final class Transfer {
     }
 
     private func isSameOrigin(_ text: String) -> Bool {
+        if text == job.resource.url.text { return true }  // the first request: no parse
         guard let other = try? ResourceURL.parse(text) else { return false }
         return other.origin == job.resource.url.origin
     }
@@ -316,6 +327,10 @@ final class Transfer {
             hasher?.update(bytes)
             offset += UInt64(bytes.count)
             received += UInt64(bytes.count)
+            if startWriteback, offset >= writebackFrom + Self.writebackStep {
+                _ = CShims_start_writeback(file.raw, Int64(writebackFrom), Int64(offset - writebackFrom))
+                writebackFrom = offset
+            }
             return bytes.count
         case .failure(let error):
             let full = error.code == ENOSPC || error.code == EDQUOT

@@ -81,8 +81,16 @@ final class TransferEngine {
     }
 
     /// Continues what waited for an fsync: placements, and partial offsets to record.
-    private func handleSynced() {
-        for done in syncer.takeFinished() {
+    /// Everything that ended since the last loop, with its state writes in one transaction
+    /// (none at all when nothing ended: most loops just move bytes).
+    private func finishBatch(completed: [(UnsafeMutableRawPointer, Int32)]) {
+        let synced = syncsInline ? [] : syncer.takeFinished()
+        guard !completed.isEmpty || !synced.isEmpty else { return }
+        record { try state.batch { handleCompleted(completed); handleSynced(synced); syncPlacedFolders() } }
+    }
+
+    private func handleSynced(_ finished: [Syncer.Finished]) {
+        for done in finished {
             if let waiting = awaitingPlacement.removeValue(forKey: done.id) {
                 place(waiting.transfer, bytes: waiting.bytes, validators: waiting.validators, sha256: waiting.sha256, synced: done.result)
             } else if let partial = awaitingPartialSync.removeValue(forKey: done.id) {
@@ -148,7 +156,7 @@ final class TransferEngine {
             if active.isEmpty {
                 if !awaitingPlacement.isEmpty || !awaitingPartialSync.isEmpty {
                     syncer.waitForAny(seconds: 0.2)
-                    record { try state.batch { handleSynced(); syncPlacedFolders() } }
+                    finishBatch(completed: [])
                     continue
                 }
                 if let busy = busySince { summary.transferSeconds += Date().timeIntervalSince(busy); busySince = nil }
@@ -158,7 +166,7 @@ final class TransferEngine {
             }
             if busySince == nil { busySince = Date() }
             _ = multi.perform()
-            record { try state.batch { handleCompleted(); handleSynced(); syncPlacedFolders() } }
+            finishBatch(completed: multi.completed())
             if !active.isEmpty { multi.poll(milliseconds: 200) }
             if Date().timeIntervalSince(lastSync) >= 2 {
                 lastSync = Date()
@@ -176,7 +184,7 @@ final class TransferEngine {
         // Complete files still waiting for their fsync are placed (also when stopping: they are verified).
         while !awaitingPlacement.isEmpty || !awaitingPartialSync.isEmpty {
             syncer.waitForAny(seconds: 0.2)
-            record { try state.batch { handleSynced(); syncPlacedFolders() } }
+            finishBatch(completed: [])
         }
         syncer.shutDown()
         if let busy = busySince { summary.transferSeconds += Date().timeIntervalSince(busy) }
@@ -188,9 +196,11 @@ final class TransferEngine {
     private func canStart(_ job: TransferJob) -> Bool {
         var sameFeed = 0
         var sameOrigin = 0
+        let url = job.resource.url
         for transfer in active.values {
             if transfer.job.feed.name == job.feed.name { sameFeed += 1 }
-            if transfer.job.resource.url.origin == job.resource.url.origin { sameOrigin += 1 }
+            let other = transfer.job.resource.url
+            if other.port == url.port && other.host == url.host && other.scheme == url.scheme { sameOrigin += 1 }
         }
         return sameFeed < job.feed.limits.concurrency && sameOrigin < config.perHost
     }
@@ -200,7 +210,8 @@ final class TransferEngine {
         // Only a partial state.db knows of can be resumed; any other is replaced when a body begins.
         let existing = job.partial != nil ? cache.openPartial(name) : nil
         let transfer = Transfer(job: job, easy: idleHandles.popLast() ?? CurlEasy(), partialName: name, existing: existing,
-                                globalCap: config.maxSize.bytes, createFile: { [cache] in cache.createPartial(name) })
+                                globalCap: config.maxSize.bytes, startWriteback: !syncsInline,
+                                createFile: { [cache] in cache.createPartial(name) })
         do {
             try transfer.configure(config: config, environment: environment, maxRate: nil)
         } catch {
@@ -232,8 +243,8 @@ final class TransferEngine {
 
     // MARK: Finishing
 
-    private func handleCompleted() {
-        for (handle, code) in multi.completed() {
+    private func handleCompleted(_ completed: [(UnsafeMutableRawPointer, Int32)]) {
+        for (handle, code) in completed {
             guard let transfer = active[handle] else { continue }
             multi.remove(transfer.easy)
             let outcome = transfer.finish(curlCode: code, maxRedirects: transfer.job.feed.limits.maxRedirects ?? config.maxRedirects)
@@ -256,7 +267,7 @@ final class TransferEngine {
                 record { try state.recordValidated(transfer.job.key, urlHash: transfer.job.urlHash, validators: validators,
                                                    length: nil, sha256: nil, placed: false, at: clock(),
                                                    clearPartial: transfer.partialRecorded) }
-                cache.removePartial(transfer.partialName)
+                if transfer.file != nil || transfer.job.partial != nil { cache.removePartial(transfer.partialName) }
                 attempt(transfer, outcome: "not modified", error: nil)
                 summary.fresh += 1
                 onEvent(.fresh(transfer.job.key))
