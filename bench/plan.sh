@@ -16,7 +16,7 @@ SEED=${SEED:-1}
 say() { printf '%s\n' "$*" >&2; }
 
 [ -x /usr/bin/time ] || { apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq time >/dev/null 2>&1; }
-SWIFT_ARGS=(-c release)
+SWIFT_ARGS=(-c release --static-swift-stdlib --toolset "$ROOT/scripts/release-toolset.json")  # as scripts/build-release
 [ -n "${SCRATCH:-}" ] && SWIFT_ARGS+=(--scratch-path "$SCRATCH")
 cd "$ROOT" || exit 1
 [ -n "${SKIP_BUILD:-}" ] || swift build "${SWIFT_ARGS[@]}" >/dev/null 2>&1 || { say "bench: release build failed"; exit 1; }

@@ -91,7 +91,7 @@ need /usr/bin/time time
 command -v swift >/dev/null || die "swift is not on PATH"
 
 # --- build -----------------------------------------------------------------------------
-SWIFT_ARGS=(-c release)
+SWIFT_ARGS=(-c release --static-swift-stdlib --toolset "$ROOT/scripts/release-toolset.json")  # as scripts/build-release
 [ -n "${SCRATCH:-}" ] && SWIFT_ARGS+=(--scratch-path "$SCRATCH")
 cd "$ROOT" || die "cannot enter $ROOT"
 mkdir -p "$WORK"

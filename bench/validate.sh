@@ -68,7 +68,7 @@ PY=$("$PY" -c 'import sys; print(sys.executable)') || die "cannot locate the pyt
 PY_DESC=$("$PY" -c 'import sys, yaml; print(f"{sys.executable}: Python {sys.version.split()[0]}, PyYAML {yaml.__version__}, yaml.__with_libyaml__={yaml.__with_libyaml__}")')
 
 # --- build -------------------------------------------------------------------
-SWIFT_ARGS=(-c release)
+SWIFT_ARGS=(-c release --static-swift-stdlib --toolset "$ROOT/scripts/release-toolset.json")  # as scripts/build-release
 [ -n "${SCRATCH:-}" ] && SWIFT_ARGS+=(--scratch-path "$SCRATCH")
 cd "$ROOT" || die "cannot enter $ROOT"
 if [ -z "${SKIP_BUILD:-}" ]; then

@@ -70,6 +70,25 @@ final class SQLiteConnection {
 
     private var depth = 0
 
+    /// Opens a transaction that stays open across calls (`transaction` nests inside it as
+    /// savepoints) until `commit`.
+    func begin() throws(SQLiteError) {
+        precondition(depth == 0, "begin inside a transaction")
+        try execute("BEGIN IMMEDIATE")
+        depth = 1
+    }
+
+    func commit() throws(SQLiteError) {
+        precondition(depth == 1, "commit without begin")
+        depth = 0
+        do {
+            try execute("COMMIT")
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
     /// Runs `body` in a transaction (committed when it returns, rolled back when it throws).
     /// Nested calls become savepoints, so a batch can wrap calls that have their own.
     func transaction<T>(_ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {

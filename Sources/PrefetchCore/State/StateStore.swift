@@ -252,18 +252,10 @@ public final class StateStore {
                   .optional(partial.syncedOffset), .int(partial.updatedAt)])
     }
 
-    /// Runs `body`'s writes in one transaction: many small files finishing together commit once.
-    public func batch(_ body: () throws -> Void) throws {
-        var failure: Error?
-        do {
-            try db.transaction { () throws(SQLiteError) in
-                do { try body() } catch let error as SQLiteError { throw error } catch { failure = error }
-            }
-        } catch {
-            throw error
-        }
-        if let failure { throw failure }
-    }
+    /// Group commit: writes between `begin` and `commit` land together (the engine commits
+    /// a few times a second rather than once per file).
+    public func begin() throws(SQLiteError) { try db.begin() }
+    public func commit() throws(SQLiteError) { try db.commit() }
 
     /// Forgets a partial (its file is gone or no longer trusted).
     public func deletePartial(_ key: ResourceKey) throws(SQLiteError) {

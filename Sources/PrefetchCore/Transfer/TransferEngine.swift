@@ -81,12 +81,38 @@ final class TransferEngine {
     }
 
     /// Continues what waited for an fsync: placements, and partial offsets to record.
-    /// Everything that ended since the last loop, with its state writes in one transaction
-    /// (none at all when nothing ended: most loops just move bytes).
+    /// Everything that ended since the last loop. Its state writes join a transaction that
+    /// is committed at most `commitInterval` later (group commit: one commit per many files).
     private func finishBatch(completed: [(UnsafeMutableRawPointer, Int32)]) {
         let synced = syncsInline ? [] : syncer.takeFinished()
-        guard !completed.isEmpty || !synced.isEmpty else { return }
-        record { try state.batch { handleCompleted(completed); handleSynced(synced); syncPlacedFolders() } }
+        if !completed.isEmpty || !synced.isEmpty {
+            if !inTransaction {
+                record {
+                    try state.begin()
+                    inTransaction = true
+                    transactionSince = Date()
+                }
+            }
+            handleCompleted(completed)
+            handleSynced(synced)
+        }
+        commit(force: false)
+    }
+
+    /// Whether state writes are gathering in an open transaction, and since when.
+    private var inTransaction = false
+    private var transactionSince = Date()
+    private static let commitInterval = 0.1
+
+    /// Commits the open transaction once it is `commitInterval` old (or now, with `force`),
+    /// after fsyncing the folders that received files: the renames are durable before
+    /// state.db says the files are there. A crash before the commit loses only the record,
+    /// and the next run fetches or revalidates those files again.
+    private func commit(force: Bool) {
+        guard inTransaction, force || Date().timeIntervalSince(transactionSince) >= Self.commitInterval else { return }
+        syncPlacedFolders()
+        inTransaction = false
+        record { try state.commit() }
     }
 
     private func handleSynced(_ finished: [Syncer.Finished]) {
@@ -159,6 +185,7 @@ final class TransferEngine {
                     finishBatch(completed: [])
                     continue
                 }
+                commit(force: true)  // nothing running: record what ended before waiting or returning
                 if let busy = busySince { summary.transferSeconds += Date().timeIntervalSince(busy); busySince = nil }
                 if head >= queue.count && pendingRetries.isEmpty { break }
                 Thread.sleep(forTimeInterval: 0.2)  // waiting for a retry within the run
@@ -186,6 +213,7 @@ final class TransferEngine {
             syncer.waitForAny(seconds: 0.2)
             finishBatch(completed: [])
         }
+        commit(force: true)
         syncer.shutDown()
         if let busy = busySince { summary.transferSeconds += Date().timeIntervalSince(busy) }
         return summary
