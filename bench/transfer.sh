@@ -359,6 +359,40 @@ bench_revalidate() {
     rm -rf "$base/reval"; sync
 }
 
+# curl_revalidate MEDIUM BASE: a reference for (c), not a target. curl sends the same 2000
+# conditional requests (If-None-Match with each file's ETag, as nginx makes it: "%x-%x" of
+# mtime and size), RUNS times after a warm-up: the floor of 2000 304s on this machine for
+# a tool that reads no manifest, keeps no state and checks no cache.
+curl_revalidate() {
+    local medium=$1 base=$2 key="r/$1/curl" times="" cpus="" round n0 t0 t1
+    mkdir -p "$base/creval"
+    find "$WWW/small" -maxdepth 1 -name 'f*.bin' -printf '%f %s %T@\n' | sort | head -n "$FILES" | awk -v url="$URL" -v out="$base/creval" '{
+        printf "url = \"%s/small/%s\"\nheader = \"If-None-Match: \\\"%x-%x\\\"\"\noutput = \"%s/%s\"\nnext\n", url, $1, int($3), $2, out, $1 }' >"$IN/curl-inm.cfg"
+    for ((round = 0; round <= RUNS; round++)); do
+        n0=$(log_lines)
+        sync
+        t0=$(date +%s%N)
+        /usr/bin/time -f '%M %U %S' -o "$TMP/rss" curl -sS --parallel --parallel-max "$CONCURRENCY" -K "$IN/curl-inm.cfg" >"$TMP/stdout" 2>"$TMP/stderr"
+        T_EXIT=$?
+        t1=$(date +%s%N)
+        timed_figures "$t0" "$t1"
+        read -r REQS[$key] BYTES[$key] STATUS[$key] < <(log_since "$n0")
+        if [ "$T_EXIT" != 0 ] || [ "${STATUS[$key]}" != "304x$FILES" ] || [ "${BYTES[$key]}" != 0 ]; then
+            FAILED[$key]="exit $T_EXIT, ${REQS[$key]} requests, statuses ${STATUS[$key]}, ${BYTES[$key]} body bytes"
+            say "bench: (c reference, $medium) curl: ${FAILED[$key]}"
+            return
+        fi
+        [ "$round" = 0 ] && continue
+        times+="$T_SECS "; cpus+="$T_CPU "
+        [ "$T_RSS" -gt "${RSS[$key]:-0}" ] && RSS[$key]=$T_RSS
+        say "bench: (c reference, $medium) curl run $round/$RUNS ${T_SECS}s, ${REQS[$key]} requests (${STATUS[$key]})"
+    done
+    TIME[$key]=$(printf '%s\n' $times | median)
+    CPU[$key]=$(printf '%s\n' $cpus | median)
+    NRUNS[$key]=$RUNS
+    rm -rf "$base/creval"
+}
+
 TMP=$(mktemp -d)
 trap 'cleanup; rm -rf "$TMP"' EXIT
 declare -A C_OK C_BODY C_NOTE FS_DESC
@@ -382,6 +416,7 @@ for medium in $MEDIA; do
     CLEAR_MODE=delete bench_case a "$medium" "$base"
     CLEAR_MODE=$([ "$medium" = disk ] && echo trash || echo delete) bench_case b "$medium" "$base"
     bench_revalidate "$medium" "$base"
+    curl_revalidate "$medium" "$base"
     rm -rf "$base/run.trash"
     [ "$medium" = tmpfs ] && { rm -rf "$TMPFS_BASE"; TMPFS_BASE=; }
     [ "$medium" = disk ] && { rm -rf "$DISK_BASE"; DISK_BASE=; }
@@ -410,16 +445,17 @@ report() {
     echo
     row "(b) $FILES files x $FILE_KIB KiB, ${CONCURRENCY}-way" "median s" "CPU s" "MiB/s" "req/s" "peak RSS MB" "x curl" "runs"
     c=${TIME[b/$medium/curl]:-}
-    for tool in "${TOOLS[@]}" reval idle; do
-        case $tool in reval) key="c/$medium/prefetch" ;; idle) key="n/$medium/prefetch" ;; *) key="b/$medium/$tool" ;; esac
+    for tool in "${TOOLS[@]}" reval idle creval; do
+        case $tool in reval) key="c/$medium/prefetch" ;; idle) key="n/$medium/prefetch" ;; creval) key="r/$medium/curl" ;; *) key="b/$medium/$tool" ;; esac
         t=${TIME[$key]:-}
         local label=$tool
         [ "$tool" = prefetch ] && label="prefetch (fsync each)"
         [ "$tool" = reval ] && label="(c) prefetch again, +2h: 304s"
         [ "$tool" = idle ] && label="  (prefetch again: nothing due)"
+        [ "$tool" = creval ] && label="  (curl: the same 2000 as 304s)"
         [ -z "$t" ] && { row "$label" failed - - - - - -; continue; }
         row "$label" "$(fmt "$t" %.3f)" "$(fmt "${CPU[$key]}" %.2f)" \
-            "$([ "$tool" = reval ] || [ "$tool" = idle ] && echo - || awk -v b="$SMALL_BYTES" -v t="$t" 'BEGIN { printf "%.1f", b / 1048576 / t }')" \
+            "$([ "$tool" = reval ] || [ "$tool" = idle ] || [ "$tool" = creval ] && echo - || awk -v b="$SMALL_BYTES" -v t="$t" 'BEGIN { printf "%.1f", b / 1048576 / t }')" \
             "$([ "$tool" = idle ] && echo - || awk -v n="$FILES" -v t="$t" 'BEGIN { printf "%.0f", n / t }')" "$(mb "${RSS[$key]}")" \
             "$([ -n "$c" ] && awk -v a="$t" -v b="$c" 'BEGIN { printf "%.2f", a / b }' || echo -)" "${NRUNS[$key]}"
     done
@@ -445,6 +481,8 @@ report() {
             r = c / b; printf "(c) body bytes %d, all 304: %s; time (c)/(b) = %.2fx  (target 0 bytes, <= %.1fx)   %s\n",
                 body, (ok ? "yes" : "no:" note), r, tg, (ok && body == 0 && r <= tg) ? "PASS" : "MISS" }'
     else echo "(c) no figure (${FAILED[c/$medium/prefetch]:-(b) failed})   MISS"; fi
+    local cr=${TIME[r/$medium/curl]:-} cb=${TIME[b/$medium/curl]:-}
+    [ -n "$cr" ] && [ -n "$cb" ] && awk -v r="$cr" -v b="$cb" 'BEGIN { printf "    reference: curl'"'"'s own 304s take %.2fx of its (b) time\n", r / b }'
     local worst=0 parts=""
     for key in a b c; do
         v=${RSS[$key/$medium/prefetch]:-}; [ -z "$v" ] && continue
