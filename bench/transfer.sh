@@ -367,7 +367,8 @@ curl_revalidate() {
     local medium=$1 base=$2 key="r/$1/curl" times="" cpus="" round n0 t0 t1
     mkdir -p "$base/creval"
     find "$WWW/small" -maxdepth 1 -name 'f*.bin' -printf '%f %s %T@\n' | sort | head -n "$FILES" | awk -v url="$URL" -v out="$base/creval" '{
-        printf "url = \"%s/small/%s\"\nheader = \"If-None-Match: \\\"%x-%x\\\"\"\noutput = \"%s/%s\"\nnext\n", url, $1, int($3), $2, out, $1 }' >"$IN/curl-inm.cfg"
+        if (NR > 1) print "next"   # between entries only: a trailing one is an empty entry (exit 2)
+        printf "url = \"%s/small/%s\"\nheader = \"If-None-Match: \\\"%x-%x\\\"\"\noutput = \"%s/%s\"\n", url, $1, int($3), $2, out, $1 }' >"$IN/curl-inm.cfg"
     for ((round = 0; round <= RUNS; round++)); do
         n0=$(log_lines)
         sync

@@ -100,19 +100,3 @@ extension String {
         return String(view)
     }
 }
-
-/// SHA-256 on a serial queue of its own, so hashing a large body overlaps receiving and
-/// writing it (a copy of each chunk is handed over; `finish` waits for the queue).
-final class BackgroundHasher: @unchecked Sendable {
-    private let queue = DispatchQueue(label: "prefetch.sha256")
-    private let hasher = SHA256()  // touched only on `queue`
-
-    func update(_ bytes: UnsafeRawBufferPointer) {
-        let chunk = [UInt8](bytes)
-        queue.async { chunk.withUnsafeBytes { self.hasher.update($0) } }
-    }
-
-    func finish() -> [UInt8] {
-        queue.sync { hasher.finish() }
-    }
-}
