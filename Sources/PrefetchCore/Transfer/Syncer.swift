@@ -19,6 +19,7 @@ final class Syncer: @unchecked Sendable {
     private var finished: [Finished] = []
     private var inFlight = 0
     private var workers = 0
+    private var idle = 0
     private var stopping = false
     private let maxWorkers: Int
     private let onFinished: @Sendable () -> Void
@@ -33,7 +34,7 @@ final class Syncer: @unchecked Sendable {
         condition.lock()
         pending.append((id, file))
         inFlight += 1
-        if workers < maxWorkers && workers < inFlight {
+        if idle == 0 && workers < maxWorkers {
             workers += 1
             let thread = Thread { [self] in work() }
             thread.name = "prefetch.fsync"
@@ -96,7 +97,9 @@ final class Syncer: @unchecked Sendable {
                 condition.unlock()
                 return
             } else {
+                idle += 1
                 condition.wait()
+                idle -= 1
             }
         }
     }
