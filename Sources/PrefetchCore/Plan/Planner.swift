@@ -233,6 +233,7 @@ public enum Planner {
 extension ResourceURL {
     /// SHA-256 of the URL as written: notices a changed URL without storing query values.
     public static func hash(of url: ResourceURL) -> String {
-        SHA256.hex(SHA256.digest(Array(url.text.utf8)))
+        var text = url.text
+        return text.withUTF8 { SHA256.hex(SHA256.digest(UnsafeRawBufferPointer($0))) }
     }
 }

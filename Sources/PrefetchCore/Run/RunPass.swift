@@ -54,11 +54,22 @@ struct RunPass {
                 try? state.recordRelease(feed: feed.name, release: release)
             }
         }
-        let resources = Dictionary(feeds.flatMap { feed in feed.resources.map { (ResourceKey(feed: feed.name, path: $0.path), (feed, $0)) } },
-                                   uniquingKeysWith: { a, _ in a })
+        // Where each resource is, by index: copying Feed and Resource values into a
+        // dictionary cost milliseconds on a 2,000-file feed.
+        var positions: [ResourceKey: (feed: Int, resource: Int)] = [:]
+        positions.reserveCapacity(plan.order.count)
+        for (f, feed) in feeds.enumerated() {
+            for (r, resource) in feed.resources.enumerated() {
+                let key = ResourceKey(feed: feed.name, path: resource.path)
+                if positions[key] == nil { positions[key] = (f, r) }
+            }
+        }
         let releases = Dictionary(plan.feeds.map { ($0.name, $0.currentRelease) }, uniquingKeysWith: { a, _ in a })
+        jobs.reserveCapacity(plan.order.count)
         for key in plan.order {
-            guard let (feed, resource) = resources[key] else { continue }
+            guard let position = positions[key] else { continue }
+            let feed = feeds[position.feed]
+            let resource = feed.resources[position.resource]
             let recorded = snapshot.resources[key]
             let release = releases[feed.name].flatMap { $0 } ?? snapshot.feeds[feed.name]?.lastRelease ?? plan.now
             let urlHash = ResourceURL.hash(of: resource.url)

@@ -46,9 +46,14 @@ public enum Jitter {
 public final class SHA256 {
     private let context: OpaquePointer
 
+    /// SHA-256 fetched from the provider once: `EVP_sha256()` in an init would look the
+    /// algorithm up again on every call (OpenSSL 3's implicit fetch), which dominated the
+    /// cost of hashing short strings such as URLs.
+    nonisolated(unsafe) private static let algorithm: OpaquePointer? = EVP_MD_fetch(nil, "SHA256", nil)
+
     public init() {
         context = EVP_MD_CTX_new()
-        EVP_DigestInit_ex(context, EVP_sha256(), nil)
+        EVP_DigestInit_ex(context, Self.algorithm ?? EVP_sha256(), nil)
     }
 
     deinit {
@@ -68,11 +73,16 @@ public final class SHA256 {
         return out
     }
 
-    /// The digest of `bytes`.
+    /// The digest of `bytes`, in one call (no context kept).
     public static func digest(_ bytes: [UInt8]) -> [UInt8] {
-        let hasher = SHA256()
-        bytes.withUnsafeBytes { hasher.update($0) }
-        return hasher.finish()
+        bytes.withUnsafeBytes { digest($0) }
+    }
+
+    public static func digest(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        EVP_Digest(bytes.baseAddress, bytes.count, &out, &length, algorithm ?? EVP_sha256(), nil)
+        return out
     }
 
     /// Lowercase hex of a digest.

@@ -80,7 +80,6 @@ final class TransferEngine {
         return nextSyncID
     }
 
-    /// Continues what waited for an fsync: placements, and partial offsets to record.
     /// Everything that ended since the last loop. Its state writes join a transaction that
     /// is committed at most `commitInterval` later (group commit: one commit per many files).
     private func finishBatch(completed: [(UnsafeMutableRawPointer, Int32)]) {
@@ -115,6 +114,7 @@ final class TransferEngine {
         record { try state.commit() }
     }
 
+    /// Continues what waited for an fsync: placements, and partial offsets to record.
     private func handleSynced(_ finished: [Syncer.Finished]) {
         for done in finished {
             if let waiting = awaitingPlacement.removeValue(forKey: done.id) {
@@ -122,7 +122,8 @@ final class TransferEngine {
             } else if let partial = awaitingPartialSync.removeValue(forKey: done.id) {
                 let transfer = partial.transfer
                 // Only for a transfer still running: one that ended has recorded its own outcome.
-                guard case .success = done.result, active[transfer.easy.handle] === transfer, partial.offset > transfer.syncedOffset else { continue }
+                guard case .success = done.result, active[transfer.easy.handle] === transfer, partial.offset > transfer.syncedOffset,
+                      partial.validators == transfer.partialValidators else { continue }
                 transfer.syncedOffset = partial.offset
                 transfer.partialRecorded = true
                 record { try state.recordPartial(transfer.job.key, PartialState(
@@ -348,8 +349,8 @@ final class TransferEngine {
     /// Folders of the cache opened by placements in this run.
     private var openFolders: [String: FileDescriptor] = [:]
 
-    /// Folders that received files in this completion batch, fsynced once each before the
-    /// batch's state commit: the rename is durable before state says the file is there.
+    /// Folders that received files since the last commit, fsynced once each before it: the
+    /// rename is durable before state says the file is there.
     private var placedFolders: [String: FileDescriptor] = [:]
 
     private func folderKey(_ key: ResourceKey) -> String {
