@@ -136,6 +136,7 @@ final class TransferEngine {
     /// Runs `jobs` in order. `pauseReason(feed)` is asked every few seconds (window closed,
     /// condition lost); `stopRequested` every loop (a signal).
     func run(_ jobs: [TransferJob], pauseReason: (Feed) -> String?, stopRequested: () -> Bool) -> EngineSummary {
+        ratesLimited = jobs.contains { $0.feed.limits.maxRate != nil }
         var queue = jobs
         var lastCheck = Date.distantPast
         var lastSync = Date()
@@ -260,8 +261,12 @@ final class TransferEngine {
         if idleHandles.count < config.concurrency { idleHandles.append(transfer.easy) }
     }
 
+    /// Whether any feed of this run has a `max_rate` to share out.
+    private var ratesLimited = false
+
     /// Splits each feed's `max_rate` over its running transfers.
     private func balanceRates() {
+        guard ratesLimited else { return }
         var counts: [String: Int] = [:]
         for transfer in active.values { counts[transfer.job.feed.name, default: 0] += 1 }
         for transfer in active.values {
@@ -354,8 +359,8 @@ final class TransferEngine {
     private var placedFolders: [String: FileDescriptor] = [:]
 
     private func folderKey(_ key: ResourceKey) -> String {
-        let parent = key.path.split(separator: "/").dropLast().joined(separator: "/")
-        return key.feed + "/" + parent
+        guard let slash = key.path.lastIndex(of: "/") else { return key.feed }
+        return key.feed + "/" + key.path[..<slash]
     }
 
     private func syncPlacedFolders() {
