@@ -312,6 +312,27 @@ import PrefetchCore
         }
     }
 
+    /// `max_rate` caps the feed as a whole, however many transfers it runs: four files of
+    /// 128 KiB at 4-way under 256KiB/s take about two seconds (a cap per transfer would
+    /// take half a second; no cap, milliseconds on loopback). Only a lower bound is
+    /// checked: a slow machine makes it longer, never shorter.
+    @Test func maxRateCapsTheFeedAsAWhole() throws {
+        var files: [String: [UInt8]] = [:]
+        var yaml = "limits: { concurrency: 4, max_rate: 256KiB/s }\nresources:\n"
+        for i in 0..<4 {
+            files["r\(i).bin"] = Self.random(131_072, seed: UInt64(i + 300))
+            yaml += "  - url: ORIGIN/r\(i).bin\n"
+        }
+        let setup = try Setup(files: files)
+        try setup.feed(yaml)
+        let started = Date()
+        let result = try setup.run()
+        let seconds = Date().timeIntervalSince(started)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(seconds >= 1.4, "4 x 128 KiB under a 256KiB/s feed cap took only \(seconds) s")
+        for i in 0..<4 { #expect(setup.cached("t/r\(i).bin").map(Self.sha) == files["r\(i).bin"].map(Self.sha)) }
+    }
+
     @Test func aSecondWriterGetsExitSeventyFive() throws {
         let setup = try Setup(files: ["a.bin": Self.random(100)])
         try setup.feed("resources:\n  - url: ORIGIN/a.bin\n")

@@ -60,6 +60,11 @@ final class CurlEasy {
         try check(CShims_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList), "headers")
     }
 
+    /// Lets a transfer paused by its write callback (CURL_WRITEFUNC_PAUSE) go on.
+    func unpause() {
+        _ = curl_easy_pause(handle, CURLPAUSE_CONT)
+    }
+
     var responseCode: Int {
         var code = 0
         _ = CShims_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &code)

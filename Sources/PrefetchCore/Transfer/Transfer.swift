@@ -67,6 +67,10 @@ final class Transfer {
     /// Creates the partial afresh (empty) when a new body begins.
     private let createFile: () -> Result<FileDescriptor, Errno>
     private var hasher: BackgroundHasher?
+    /// The feed's `max_rate` bucket, shared with its other transfers.
+    private let limiter: RateLimiter?
+    /// Paused by the write callback until the bucket refills (the engine resumes it).
+    private(set) var pausedForRate = false
     /// On a real disk, writeback of each few MiB starts as they arrive, so the fsync
     /// before placement waits for little more than the tail (and a big file is not all
     /// dirty in memory at once).
@@ -108,7 +112,8 @@ final class Transfer {
     /// `existing` is the partial already on disk, opened, with its size: only passed when
     /// state.db records a partial for this resource (nothing else could be resumed).
     init(job: TransferJob, easy: CurlEasy, partialName: String, existing: (file: FileDescriptor, size: UInt64)?, globalCap: UInt64,
-         startWriteback: Bool = false, createFile: @escaping () -> Result<FileDescriptor, Errno>) {
+         limiter: RateLimiter? = nil, startWriteback: Bool = false, createFile: @escaping () -> Result<FileDescriptor, Errno>) {
+        self.limiter = limiter
         self.startWriteback = startWriteback
         self.job = job
         self.easy = easy
@@ -195,7 +200,7 @@ final class Transfer {
     // MARK: Request
 
     /// Configures the easy handle for the current URL. Throws for a missing `${VAR}`.
-    func configure(config: Config, environment: [String: String], maxRate: Int64?) throws(TransferFailure) {
+    func configure(config: Config, environment: [String: String]) throws(TransferFailure) {
         status = 0
         headers = [:]
         decided = false
@@ -230,7 +235,6 @@ final class Transfer {
                 try easy.set(CURLOPT_SSL_VERIFYHOST, 2)
                 if let caFile = config.caFile { try easy.set(CURLOPT_CAINFO, caFile, "ca_file") }
                 try easy.set(CURLOPT_USERAGENT, Self.userAgent, "user agent")
-                try easy.set(CURLOPT_BUFFERSIZE, 512 * 1024)  // fewer callbacks and writes for large bodies
                 try easy.set(CURLOPT_WRITEFUNCTION, callback: { data, size, count, user in
                     let transfer = Unmanaged<Transfer>.fromOpaque(user!).takeUnretainedValue()
                     return transfer.receive(UnsafeRawBufferPointer(start: data, count: size * count))
@@ -246,7 +250,8 @@ final class Transfer {
             try easy.setHeaders(lines)
             try easy.set(CURLOPT_CONNECTTIMEOUT, Int((job.feed.limits.connectTimeout ?? config.connectTimeout).seconds))
             try easy.set(CURLOPT_LOW_SPEED_TIME, Int((job.feed.limits.stallTimeout ?? config.stallTimeout).seconds))
-            try easy.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: maxRate ?? 0)
+            // Large reads mean fewer callbacks and writes; a capped feed reads less at a time.
+            try easy.set(CURLOPT_BUFFERSIZE, limiter.map { _ in RateLimiter.bufferSize(for: job.feed.limits.maxRate?.bytes ?? 0) } ?? 512 * 1024)
             let me = Unmanaged.passUnretained(self).toOpaque()
             try easy.set(CURLOPT_WRITEDATA, pointer: me)
             try easy.set(CURLOPT_HEADERDATA, pointer: me)
@@ -257,9 +262,11 @@ final class Transfer {
 
     private static let userAgent = "prefetch/\(HelpText.version)"
 
-    /// Caps this transfer's share of the feed's `max_rate`.
-    func setRate(_ bytesPerSecond: Int64) {
-        try? easy.set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: bytesPerSecond)
+    /// Resumes a transfer paused for its feed's `max_rate` (libcurl may hand over the
+    /// held-back bytes from inside this call).
+    func resumeAfterRateLimit() {
+        pausedForRate = false
+        easy.unpause()
     }
 
     private func isSameOrigin(_ text: String) -> Bool {
@@ -315,6 +322,10 @@ final class Transfer {
         }
         if callbackFailure != nil { return 0 }
         guard (200..<300).contains(status) else { return 0 }  // error pages never land (FAULTS 14)
+        if let limiter, !limiter.take(bytes.count) {
+            pausedForRate = true  // libcurl keeps these bytes and hands them over again on resume
+            return Int(CURL_WRITEFUNC_PAUSE)
+        }
         // The cap is enforced as bytes arrive, chunked or not (FAULTS 13).
         if offset + UInt64(bytes.count) > cap {
             callbackFailure = TransferFailure(kind: .mismatch, message: "the body is longer than \(capName) bytes; cut off and discarded",

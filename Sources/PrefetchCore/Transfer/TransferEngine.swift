@@ -136,7 +136,10 @@ final class TransferEngine {
     /// Runs `jobs` in order. `pauseReason(feed)` is asked every few seconds (window closed,
     /// condition lost); `stopRequested` every loop (a signal).
     func run(_ jobs: [TransferJob], pauseReason: (Feed) -> String?, stopRequested: () -> Bool) -> EngineSummary {
-        ratesLimited = jobs.contains { $0.feed.limits.maxRate != nil }
+        let now = Date().timeIntervalSince1970
+        for job in jobs where limiters[job.feed.name] == nil {
+            if let rate = job.feed.limits.maxRate { limiters[job.feed.name] = RateLimiter(bytesPerSecond: rate.bytes, now: now) }
+        }
         var queue = jobs
         var lastCheck = Date.distantPast
         var lastSync = Date()
@@ -167,7 +170,6 @@ final class TransferEngine {
                 for i in queue.indices where !taken[i] && stoppedFeeds[queue[i].feed.name] != nil { taken[i] = true }
             }
             let now = clock()
-            var startedAny = false
             // Jobs start in plan order; a job held back by a limit keeps its place. Started
             // jobs are marked, not removed, so a long queue is never shifted.
             var index = head
@@ -175,12 +177,10 @@ final class TransferEngine {
                 if !taken[index], queue[index].notBefore <= now, canStart(queue[index]) {
                     taken[index] = true
                     start(queue[index])
-                    startedAny = true
                 }
                 index += 1
             }
             while head < queue.count, taken[head] { head += 1 }
-            if startedAny { balanceRates() }
             if active.isEmpty {
                 if !awaitingPlacement.isEmpty || !awaitingPartialSync.isEmpty {
                     syncer.waitForAny(seconds: 0.2)
@@ -190,13 +190,15 @@ final class TransferEngine {
                 commit(force: true)  // nothing running: record what ended before waiting or returning
                 if let busy = busySince { summary.transferSeconds += Date().timeIntervalSince(busy); busySince = nil }
                 if head >= queue.count && pendingRetries.isEmpty { break }
-                Thread.sleep(forTimeInterval: 0.2)  // waiting for a retry within the run
+                // Waiting for a retry within the run, or for a capped feed's bucket to refill.
+                let limited = limiters.values.filter(\.exhausted).map(\.secondsUntilAvailable).min() ?? 0.2
+                Thread.sleep(forTimeInterval: min(0.2, max(0.001, limited)))
                 continue
             }
             if busySince == nil { busySince = Date() }
             _ = multi.perform()
             finishBatch(completed: multi.completed())
-            if !active.isEmpty { multi.poll(milliseconds: 200) }
+            if !active.isEmpty { multi.poll(milliseconds: resumeRateLimited()) }
             if Date().timeIntervalSince(lastSync) >= 2 {
                 lastSync = Date()
                 for transfer in active.values { syncInBackground(transfer) }
@@ -232,6 +234,10 @@ final class TransferEngine {
             let other = transfer.job.resource.url
             if other.port == url.port && other.host == url.host && other.scheme == url.scheme { sameOrigin += 1 }
         }
+        if let limiter = limiters[job.feed.name] {
+            limiter.refill(now: Date().timeIntervalSince1970)
+            if limiter.exhausted { return false }  // the feed is over its rate: new transfers wait too
+        }
         return sameFeed < job.feed.limits.concurrency && sameOrigin < config.perHost
     }
 
@@ -240,10 +246,10 @@ final class TransferEngine {
         // Only a partial state.db knows of can be resumed; any other is replaced when a body begins.
         let existing = job.partial != nil ? cache.openPartial(name) : nil
         let transfer = Transfer(job: job, easy: idleHandles.popLast() ?? CurlEasy(), partialName: name, existing: existing,
-                                globalCap: config.maxSize.bytes, startWriteback: !syncsInline,
+                                globalCap: config.maxSize.bytes, limiter: limiters[job.feed.name], startWriteback: !syncsInline,
                                 createFile: { [cache] in cache.createPartial(name) })
         do {
-            try transfer.configure(config: config, environment: environment, maxRate: nil)
+            try transfer.configure(config: config, environment: environment)
         } catch {
             fail(job, error, transfer: transfer)
             return
@@ -261,18 +267,26 @@ final class TransferEngine {
         if idleHandles.count < config.concurrency { idleHandles.append(transfer.easy) }
     }
 
-    /// Whether any feed of this run has a `max_rate` to share out.
-    private var ratesLimited = false
+    /// Each capped feed's token bucket (`max_rate`), shared by its transfers.
+    private var limiters: [String: RateLimiter] = [:]
 
-    /// Splits each feed's `max_rate` over its running transfers.
-    private func balanceRates() {
-        guard ratesLimited else { return }
-        var counts: [String: Int] = [:]
-        for transfer in active.values { counts[transfer.job.feed.name, default: 0] += 1 }
-        for transfer in active.values {
-            guard let rate = transfer.job.feed.limits.maxRate else { continue }
-            transfer.setRate(Int64(rate.bytes) / Int64(max(1, counts[transfer.job.feed.name] ?? 1)))
+    /// Refills the buckets and resumes transfers paused for their feed's rate; returns how
+    /// long the loop may wait for sockets before a bucket has tokens again (milliseconds).
+    private func resumeRateLimited() -> Int {
+        guard !limiters.isEmpty else { return 200 }
+        let now = Date().timeIntervalSince1970
+        for limiter in limiters.values { limiter.refill(now: now) }
+        var wait = 200.0
+        for transfer in Array(active.values) where transfer.pausedForRate {
+            guard let limiter = limiters[transfer.job.feed.name] else { continue }
+            if limiter.exhausted {
+                wait = min(wait, limiter.secondsUntilAvailable * 1000)
+            } else {
+                transfer.resumeAfterRateLimit()
+            }
         }
+        for limiter in limiters.values where limiter.exhausted { wait = min(wait, limiter.secondsUntilAvailable * 1000) }
+        return max(1, Int(wait.rounded(.up)))
     }
 
     // MARK: Finishing
@@ -286,7 +300,7 @@ final class TransferEngine {
             switch outcome {
             case .redirect:
                 do {
-                    try transfer.configure(config: config, environment: environment, maxRate: nil)
+                    try transfer.configure(config: config, environment: environment)
                     multi.add(transfer.easy)
                 } catch {
                     active[handle] = nil
@@ -309,7 +323,6 @@ final class TransferEngine {
                 active[handle] = nil
                 fail(transfer.job, failure, transfer: transfer)
             }
-            balanceRates()
         }
     }
 
