@@ -521,6 +521,43 @@ import PrefetchCore
         s.checkInvariant(["t/a.bin": [a], "t/b.bin": [b], "t/c.bin": [c], "t/d.bin": [d]])
     }
 
+    // MARK: - Connections and proxies
+
+    /// Connections are reused: 20 files at 2-way arrive over at most two connections.
+    @Test func connectionsAreReused() throws {
+        let s = try Scenario()
+        var yaml = "limits: { concurrency: 2 }\nresources:\n"
+        for i in 0..<20 {
+            s.origin.serve("/k\(i).bin", OriginResource(Self.bytes(2_000, seed: UInt64(700 + i)), etag: "\"k\(i)\""))
+            yaml += "  - url: ORIGIN/k\(i).bin\n"
+        }
+        try s.feed(yaml)
+        let result = try s.run()
+        #expect(result.status == 0, "\(result.diagnostics)")
+        let requests = s.origin.requests
+        #expect(requests.count == 20)
+        #expect(Set(requests.map(\.connection)).count <= 2, "connections: \(Set(requests.map(\.connection)).sorted())")
+    }
+
+    /// `http_proxy` and `no_proxy` are honoured as curl honours them: through the proxy a
+    /// host that does not even resolve is fetched; listed in `no_proxy`, it is not.
+    @Test func proxiesFollowTheEnvironment() throws {
+        let s = try Scenario()
+        let body = Self.bytes(5_000, seed: 800)
+        s.origin.serve("/p.bin", OriginResource(body, etag: "\"p\""))  // the origin plays the proxy
+        try s.feed(Self.nextRun + "resources:\n  - url: http://files.example.invalid/p.bin\n")
+        let proxied = try s.run(environment: ["http_proxy": s.origin.url("")])
+        #expect(proxied.status == 0, "\(proxied.diagnostics)")
+        #expect(s.digest("t/p.bin") == Self.sha(body))
+        #expect(s.origin.requests(to: "/p.bin").first?.header("host") == "files.example.invalid")
+
+        try s.feed(Self.nextRun + "resources:\n  - url: http://files.example.invalid/p.bin\n  - url: http://files.example.invalid/q.bin\n")
+        let direct = try s.run(environment: ["http_proxy": s.origin.url(""), "no_proxy": "files.example.invalid"])
+        #expect(direct.status == 1)  // q.bin: nothing resolves that name without the proxy
+        #expect(s.origin.requests(to: "/q.bin").isEmpty)
+        #expect(!s.exists("t/q.bin"))
+    }
+
     // MARK: - Completion and revalidation (FAULTS 10, 11)
 
     /// FAULTS 10: a stale copy is revalidated with If-None-Match (and If-Modified-Since); the 304
