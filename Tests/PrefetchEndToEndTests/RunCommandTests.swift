@@ -10,7 +10,7 @@ import PrefetchCore
         let origin: NginxOrigin
         var www: URL { dir.url.appendingPathComponent("www") }
 
-        init(files: [String: [UInt8]]) throws {
+        init(files: [String: [UInt8]], tls: (certificate: String, key: String)? = nil) throws {
             dir = try TemporaryFolder()
             chmod(dir.url.path, 0o755)  // nginx workers run as another user
             try FileManager.default.createDirectory(at: dir.url.appendingPathComponent("www"), withIntermediateDirectories: true)
@@ -19,15 +19,15 @@ import PrefetchCore
                 try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
                 try Data(bytes).write(to: url)
             }
-            origin = try NginxOrigin(root: dir.url.appendingPathComponent("www"))
+            origin = try NginxOrigin(root: dir.url.appendingPathComponent("www"), tls: tls)
         }
 
         func feed(_ yaml: String, name: String = "t") throws {
             try dir.write("feeds/\(name).yaml", yaml.replacingOccurrences(of: "ORIGIN", with: origin.url("")))
         }
 
-        func run(_ arguments: [String] = ["run"], environment: [String: String] = [:]) throws -> BinaryRunner.Result {
-            try BinaryRunner.run(arguments + ["--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"], in: dir.url,
+        func run(_ arguments: [String] = ["run"], environment: [String: String] = [:], config: String = "/dev/null") throws -> BinaryRunner.Result {
+            try BinaryRunner.run(arguments + ["--feeds", "feeds", "--cache", "cache", "--config", config], in: dir.url,
                                  environment: environment)
         }
 
@@ -331,6 +331,34 @@ import PrefetchCore
         #expect(result.status == 0, "\(result.stderr)")
         #expect(seconds >= 1.4, "4 x 128 KiB under a 256KiB/s feed cap took only \(seconds) s")
         for i in 0..<4 { #expect(setup.cached("t/r\(i).bin").map(Self.sha) == files["r\(i).bin"].map(Self.sha)) }
+    }
+
+    /// HTTP/2 where the origin offers it: over TLS, nginx offers h2 by ALPN and every request
+    /// arrives as HTTP/2.0 (one connection multiplexes them), verified against `ca_file`.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl")))
+    func http2IsUsedWhereTheOriginOffersIt() throws {
+        let keys = try TemporaryFolder()
+        chmod(keys.url.path, 0o755)
+        let status = try FaultTests.tool("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                                                              "-nodes", "-keyout", "h2.key", "-out", "h2.pem", "-days", "2",
+                                                              "-subj", "/CN=prefetch-h2", "-addext", "subjectAltName=IP:127.0.0.1"], in: keys.url)
+        #expect(status == 0)
+        chmod(keys.url.path + "/h2.key", 0o644)  // read by nginx's master, which runs as this user; workers need nothing
+        var files: [String: [UInt8]] = [:]
+        var yaml = "limits: { concurrency: 4 }\nresources:\n"
+        for i in 0..<6 {
+            files["h\(i).bin"] = Self.random(40_000, seed: UInt64(400 + i))
+            yaml += "  - url: ORIGIN/h\(i).bin\n"
+        }
+        let setup = try Setup(files: files, tls: (keys.url.path + "/h2.pem", keys.url.path + "/h2.key"))
+        try setup.dir.write("config.yaml", "ca_file: \(keys.url.path)/h2.pem\n")
+        try setup.feed(yaml)
+        let result = try setup.run(config: "config.yaml")
+        #expect(result.status == 0, "\(result.stderr)")
+        let requests = setup.origin.log().filter { $0.contains(" /h") }
+        #expect(requests.count == 6)
+        #expect(requests.allSatisfy { $0.contains("proto=HTTP/2.0") }, "\(requests)")
+        for i in 0..<6 { #expect(setup.cached("t/h\(i).bin").map(Self.sha) == files["h\(i).bin"].map(Self.sha)) }
     }
 
     @Test func aSecondWriterGetsExitSeventyFive() throws {

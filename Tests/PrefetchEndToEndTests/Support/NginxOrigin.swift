@@ -7,16 +7,19 @@ import Testing
 final class NginxOrigin {
     let root: URL
     let port: Int
+    let scheme: String
     private let run: URL
     private let process = Process()
     private static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../../scripts/demo-origin").standardized
 
-    init(root: URL) throws {
+    /// With `tls` (PEM certificate and key paths), HTTPS only, offering HTTP/2 by ALPN.
+    init(root: URL, tls: (certificate: String, key: String)? = nil) throws {
         self.root = root
+        scheme = tls == nil ? "http" : "https"
         run = root.deletingLastPathComponent().appendingPathComponent("nginx-run-" + UUID().uuidString.prefix(8))
         port = try Self.freePort()
-        try Self.shell([Self.script.path, "config", root.path, "\(port)", run.path])
+        try Self.shell([Self.script.path, "config", root.path, "\(port)", run.path] + (tls.map { [$0.certificate, $0.key] } ?? []))
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
         process.arguments = ["-c", run.appendingPathComponent("nginx.conf").path, "-e", run.appendingPathComponent("error.log").path]
         process.standardInput = FileHandle.nullDevice
@@ -36,9 +39,9 @@ final class NginxOrigin {
         process.waitUntilExit()
     }
 
-    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+    func url(_ path: String) -> String { "\(scheme)://127.0.0.1:\(port)\(path)" }
 
-    /// The access log: `STATUS METHOD URI range=[…] if_range=[…] inm=[…] ims=[…] ae=[…] bytes=N` per request.
+    /// The access log: `STATUS METHOD URI range=[…] if_range=[…] inm=[…] ims=[…] ae=[…] proto=… bytes=N` per request.
     func log() -> [String] {
         (try? String(contentsOf: run.appendingPathComponent("access.log"), encoding: .utf8))?
             .split(separator: "\n").map { $0.replacingOccurrences(of: "\\x22", with: "\"") } ?? []  // nginx escapes quotes
