@@ -23,7 +23,9 @@ enum BinaryRunner {
 
     /// Runs `prefetch arguments…` in `directory`, with `environment` added to a minimal one.
     /// Output goes to files, so a chatty child can never block on a full pipe.
-    static func run(_ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:]) throws -> Result {
+    /// `executable` runs something else instead (e.g. `script`, to give prefetch a terminal).
+    static func run(_ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:],
+                    executable: URL = executable) throws -> Result {
         let scratch = try TemporaryFolder()
         let outURL = scratch.url.appendingPathComponent("stdout")
         let errURL = scratch.url.appendingPathComponent("stderr")

@@ -1159,6 +1159,50 @@ import PrefetchCore
         s.checkInvariant(["t/a.bin": [body]])
     }
 
+    /// `limits.concurrency` caps a feed and the config's `concurrency` caps the run: feed A
+    /// (1 at a time) and feed B (3 at a time) on two origins, under a run-wide cap of 2.
+    @Test func feedAndRunConcurrencyCapsHold() throws {
+        let s = try Scenario()
+        let other = try TestOrigin()
+        try s.dir.write("config.yaml", "concurrency: 2\nper_host: 16\n")
+        var a = "name: a\nlimits: { concurrency: 1 }\nresources:\n", b = "name: b\nlimits: { concurrency: 3 }\nresources:\n"
+        for index in 1...3 {
+            s.origin.serve("/a\(index).bin", OriginResource(Self.bytes(3000, seed: 250 + UInt64(index))))
+            s.origin.inject("/a\(index).bin", [.delay(seconds: 0.3)])
+            a += "  - url: ORIGIN/a\(index).bin\n"
+            other.serve("/b\(index).bin", OriginResource(Self.bytes(3000, seed: 260 + UInt64(index))))
+            other.inject("/b\(index).bin", [.delay(seconds: 0.3)])
+            b += "  - url: \(other.url("/b\(index).bin"))\n"
+        }
+        try s.feed(a, name: "a")
+        try s.feed(b, name: "b")
+        let result = try s.run(config: "config.yaml")
+        #expect(result.status == 0, "\(result.diagnostics)")
+        #expect(s.origin.requests.count == 3 && other.requests.count == 3)
+        #expect(s.origin.peakActiveRequests == 1, "feed a (concurrency 1) had \(s.origin.peakActiveRequests) at once")
+        #expect(other.peakActiveRequests <= 2, "the run-wide cap of 2 let \(other.peakActiveRequests) through")
+        #expect(s.origin.peakActiveRequests + other.peakActiveRequests >= 2, "nothing ran side by side")
+    }
+
+    /// Query values never show: signed URLs carry tokens there. Output shows `?…`; errors
+    /// too; state.db keeps a hash of the URL, not the URL.
+    @Test func queryValuesNeverShow() throws {
+        let s = try Scenario()
+        s.origin.serve("/ok.bin", OriginResource(Self.bytes(1000, seed: 270)))
+        try s.feed(Self.nextRun + "resources:\n  - url: ORIGIN/ok.bin?token=SECRET1\n  - url: ORIGIN/gone.bin?sig=SECRET2\n")
+        let result = try s.run()
+        #expect(result.status == 1, "\(result.diagnostics)")
+        #expect(!result.stdout.contains("SECRET") && !result.stderr.contains("SECRET"), "\(result.diagnostics)")
+        #expect(result.events("start", "ok.bin").first?["url"] as? String == s.origin.url("/ok.bin?…"))
+        #expect(result.failure("gone.bin")?.contains("404") == true)
+        for name in ["state.db", "state.db-wal"] {
+            let bytes = (try? Data(contentsOf: s.cache.appendingPathComponent(".prefetch/" + name))) ?? Data()
+            #expect(bytes.range(of: Data("SECRET".utf8)) == nil, "\(name) holds a query value")
+        }
+        let plan = try BinaryRunner.run(["plan", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"], in: s.dir.url)
+        #expect(plan.status == 0 && !plan.stdout.contains("SECRET"), "\(plan.stdout)")
+    }
+
     /// FAULTS 23: the per-host connection cap holds (config `per_host: 2`, 6 slow resources on one
     /// origin and 3 on another: never more than 2 requests at once to either).
     @Test func thePerHostCapHolds() throws {

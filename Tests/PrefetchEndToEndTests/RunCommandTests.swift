@@ -361,6 +361,37 @@ import PrefetchCore
         for i in 0..<6 { #expect(setup.cached("t/h\(i).bin").map(Self.sha) == files["h\(i).bin"].map(Self.sha)) }
     }
 
+    /// On a terminal (a pty from `script`): live bars with bytes, rate and ETA, redrawn in
+    /// place; `--quiet` prints nothing but errors; piped, plain lines and no escape codes.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
+    func progressOnATerminalQuietAndPlainOutput() throws {
+        let body = Self.random(800_000, seed: 500)
+        let setup = try Setup(files: ["slow/t.bin": body, "ok.bin": Self.random(100, seed: 501)])
+        try setup.feed("resources:\n  - url: ORIGIN/slow/t.bin\n  - url: ORIGIN/ok.bin\n  - url: ORIGIN/missing.bin\n")
+        let command = [BinaryRunner.executable.path, "run", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"]
+            .map { "'" + $0 + "'" }.joined(separator: " ")
+        let terminal = try BinaryRunner.run(["-qefc", command, "/dev/null"], in: setup.dir.url, environment: ["TERM": "xterm"],
+                                            executable: URL(fileURLWithPath: "/usr/bin/script"))
+        #expect(terminal.status == 1, "\(terminal.stdout)\(terminal.stderr)")  // missing.bin: 404
+        #expect(terminal.stdout.contains("\u{1b}["), "no escape codes on a terminal")
+        #expect(terminal.stdout.contains("all 1 active") || terminal.stdout.contains("all 2 active"), "\(terminal.stdout)")
+        #expect(terminal.stdout.contains("/s  ETA "), "no rate and ETA in \(terminal.stdout)")
+        #expect(terminal.stdout.contains("placed  t/t.bin"))
+
+        try FileManager.default.removeItem(at: setup.dir.url.appendingPathComponent("cache"))
+        let quiet = try setup.run(["run", "--quiet"])
+        #expect(quiet.status == 1)
+        #expect(quiet.stdout.split(separator: "\n").count == 1 && quiet.stdout.hasPrefix("run: 2 placed, 0 fresh (304), 1 failed"),
+                "--quiet printed more than the summary of a failed run: \(quiet.stdout)")
+        #expect(quiet.stderr.contains("failed  t/missing.bin  HTTP 404"))
+
+        try FileManager.default.removeItem(at: setup.dir.url.appendingPathComponent("cache"))
+        let plain = try setup.run()
+        #expect(!plain.stdout.contains("\u{1b}") && !plain.stdout.contains("\r"))
+        #expect(plain.stdout.contains("placed  t/ok.bin") && plain.stdout.contains("run: 2 placed, 0 fresh (304), 1 failed"))
+        #expect(setup.cached("t/t.bin").map(Self.sha) == Self.sha(body))
+    }
+
     @Test func aSecondWriterGetsExitSeventyFive() throws {
         let setup = try Setup(files: ["a.bin": Self.random(100)])
         try setup.feed("resources:\n  - url: ORIGIN/a.bin\n")

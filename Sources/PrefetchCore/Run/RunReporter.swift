@@ -92,6 +92,11 @@ final class RunReporter {
     }
 
     private func text(_ event: RunEvent) {
+        switch event {  // a transfer that ended leaves the bars at once, not at the next progress tick
+        case .placed(let k, _, _), .fresh(let k), .paused(let k, _, _), .retrying(let k, _, _), .failed(let k, _, _):
+            lastProgress.removeAll { $0.key == k }
+        case .started, .progress: break
+        }
         switch event {
         case .progress(let transfers):
             lastProgress = transfers
