@@ -216,6 +216,11 @@ timed_figures() {
     [[ "${T_RSS:-}" =~ ^[0-9]+$ ]] || T_RSS=0
     [ -n "${T_CPU:-}" ] || T_CPU=0
 }
+# keep_run KEY: adds the last run's time, CPU and peak RSS to KEY's figures;
+# close_runs KEY: their medians (and the maximum RSS) become KEY's result.
+declare -A TIMES CPUS
+keep_run() { TIMES[$1]+="$T_SECS "; CPUS[$1]+="$T_CPU "; [ "$T_RSS" -gt "${RSS[$1]:-0}" ] && RSS[$1]=$T_RSS; }
+close_runs() { TIME[$1]=$(printf '%s\n' ${TIMES[$1]} | median); CPU[$1]=$(printf '%s\n' ${CPUS[$1]} | median); NRUNS[$1]=$RUNS; }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.4f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # check_a TOOL OUTDIR / check_b TOOL OUTDIR: the output is complete ("" when fine, else why).
@@ -256,7 +261,6 @@ declare -A TIME CPU RSS NRUNS REQS BYTES STATUS FAILED
 # round (interleaved, so a change in the machine's load hits every tool alike).
 bench_case() {
     local case=$1 medium=$2 base=$3 tool round n0 why key
-    declare -A times=() cpus=()
     for ((round = 0; round <= RUNS; round++)); do
         for tool in "${TOOLS[@]}"; do
             key="$case/$medium/$tool"
@@ -278,8 +282,7 @@ bench_case() {
                 say "bench: ($case, $medium) $tool warm-up ${T_SECS}s"
                 continue
             fi
-            times[$tool]+="$T_SECS "; cpus[$tool]+="$T_CPU "
-            [ "$T_RSS" -gt "${RSS[$key]:-0}" ] && RSS[$key]=$T_RSS
+            keep_run "$key"
             say "bench: ($case, $medium) $tool run $round/$RUNS ${T_SECS}s ${T_RSS} KiB, ${REQS[$key]} requests, ${BYTES[$key]} body bytes"
         done
     done
@@ -287,9 +290,7 @@ bench_case() {
     for tool in "${TOOLS[@]}"; do
         key="$case/$medium/$tool"
         [ -n "${FAILED[$key]:-}" ] && continue
-        TIME[$key]=$(printf '%s\n' ${times[$tool]} | median)
-        CPU[$key]=$(printf '%s\n' ${cpus[$tool]} | median)
-        NRUNS[$key]=$RUNS
+        close_runs "$key"
     done
 }
 
@@ -297,7 +298,7 @@ bench_case() {
 # warm-up and RUNS timed runs, each with the clock RUNS·2h further on so `refresh: 1h`
 # has passed and the release is new: every resource is revalidated.
 bench_revalidate() {
-    local medium=$1 base=$2 cache="$2/reval/cache" round n0 key="c/$1/prefetch" times="" cpus="" offset before after
+    local medium=$1 base=$2 cache="$2/reval/cache" round n0 key="c/$1/prefetch" offset before after
     local -a cmd=("$BIN" run --feeds "$IN/feeds-b" --cache "$cache" --config "$IN/config-b.yaml")
     C_OK[$medium]=1 C_BODY[$medium]=0 C_NOTE[$medium]=
     rm -rf "$base/reval"; mkdir -p "$base/reval"
@@ -329,16 +330,13 @@ bench_revalidate() {
             say "bench: (c, $medium) prefetch warm-up ${T_SECS}s; says: $(tail -n 1 "$TMP/stdout")"
             continue
         fi
-        times+="$T_SECS "; cpus+="$T_CPU "
-        [ "$T_RSS" -gt "${RSS[$key]:-0}" ] && RSS[$key]=$T_RSS
+        keep_run "$key"
         say "bench: (c, $medium) prefetch run $round/$RUNS at $offset ${T_SECS}s ${T_RSS} KiB, ${REQS[$key]} requests (${STATUS[$key]}), ${BYTES[$key]} body bytes"
     done
-    TIME[$key]=$(printf '%s\n' $times | median)
-    CPU[$key]=$(printf '%s\n' $cpus | median)
-    NRUNS[$key]=$RUNS
+    close_runs "$key"
     # For reference: the same run once more at the same moment, when nothing is due (every
     # copy was just revalidated): what any `run` over this feed costs before transferring.
-    key="n/$medium/prefetch"; times="" cpus=""
+    key="n/$medium/prefetch"
     for ((round = 1; round <= RUNS; round++)); do
         n0=$(log_lines)
         local t0 t1
@@ -349,13 +347,10 @@ bench_revalidate() {
         timed_figures "$t0" "$t1"
         read -r REQS[$key] BYTES[$key] STATUS[$key] < <(log_since "$n0")
         [ "$T_EXIT" = 0 ] && [ "${REQS[$key]}" = 0 ] || say "bench: (nothing due, $medium) exit $T_EXIT, ${REQS[$key]} requests"
-        times+="$T_SECS "; cpus+="$T_CPU "
-        [ "$T_RSS" -gt "${RSS[$key]:-0}" ] && RSS[$key]=$T_RSS
+        keep_run "$key"
         say "bench: (nothing due, $medium) prefetch run $round/$RUNS at $offset ${T_SECS}s, ${REQS[$key]} requests"
     done
-    TIME[$key]=$(printf '%s\n' $times | median)
-    CPU[$key]=$(printf '%s\n' $cpus | median)
-    NRUNS[$key]=$RUNS
+    close_runs "$key"
     rm -rf "$base/reval"; sync
 }
 
@@ -364,7 +359,7 @@ bench_revalidate() {
 # mtime and size), RUNS times after a warm-up: the floor of 2000 304s on this machine for
 # a tool that reads no manifest, keeps no state and checks no cache.
 curl_revalidate() {
-    local medium=$1 base=$2 key="r/$1/curl" times="" cpus="" round n0 t0 t1
+    local medium=$1 base=$2 key="r/$1/curl" round n0 t0 t1
     mkdir -p "$base/creval"
     find "$WWW/small" -maxdepth 1 -name 'f*.bin' -printf '%f %s %T@\n' | sort | head -n "$FILES" | awk -v url="$URL" -v out="$base/creval" '{
         if (NR > 1) print "next"   # between entries only: a trailing one is an empty entry (exit 2)
@@ -384,13 +379,10 @@ curl_revalidate() {
             return
         fi
         [ "$round" = 0 ] && continue
-        times+="$T_SECS "; cpus+="$T_CPU "
-        [ "$T_RSS" -gt "${RSS[$key]:-0}" ] && RSS[$key]=$T_RSS
+        keep_run "$key"
         say "bench: (c reference, $medium) curl run $round/$RUNS ${T_SECS}s, ${REQS[$key]} requests (${STATUS[$key]})"
     done
-    TIME[$key]=$(printf '%s\n' $times | median)
-    CPU[$key]=$(printf '%s\n' $cpus | median)
-    NRUNS[$key]=$RUNS
+    close_runs "$key"
     rm -rf "$base/creval"
 }
 
