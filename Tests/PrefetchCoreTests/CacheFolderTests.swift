@@ -97,6 +97,42 @@ import Testing
         syncer.shutDown()
     }
 
+    /// The hashing thread sees every byte once, in order, however the chunks are cut (chunks
+    /// larger than its 512 KiB buffers are split; at most 48 buffers wait).
+    @Test func backgroundHashingMatchesOneShot() {
+        let bytes = (0..<9_000_001).map { UInt8(truncatingIfNeeded: ($0 &* 2_654_435_761) >> 11) }
+        let hasher = BackgroundHasher()
+        let sizes = [1, 524_288, 524_289, 3_000_000, 7, 1_048_576]
+        var offset = 0, turn = 0
+        while offset < bytes.count {
+            let end = min(bytes.count, offset + sizes[turn % sizes.count])
+            bytes[offset..<end].withUnsafeBytes { hasher.update($0) }
+            offset = end
+            turn += 1
+        }
+        #expect(SHA256.hex(hasher.finish()) == SHA256.hex(SHA256.digest(bytes)))
+    }
+
+    /// `max_rate`'s bucket: starts with a quarter second's worth, refills at the rate up to
+    /// that, lets one chunk through into debt, then holds until the debt is paid.
+    @Test func theRateBucketPacesAFeed() {
+        let limiter = RateLimiter(bytesPerSecond: 1000, now: 100)
+        #expect(limiter.burst == 250 && !limiter.exhausted)
+        #expect(limiter.take(600))            // tokens left: a chunk may overdraw
+        #expect(limiter.exhausted)
+        #expect(!limiter.take(1))             // in debt: pause
+        #expect(abs(limiter.secondsUntilAvailable - 0.351) < 0.001)
+        limiter.refill(now: 100.3)           // 300 bytes' worth: still 50 short
+        #expect(limiter.exhausted)
+        limiter.refill(now: 100.4)
+        #expect(!limiter.exhausted && limiter.take(10))
+        limiter.refill(now: 200)             // a long pause refills up to the burst only
+        #expect(limiter.tokens == 250)
+        #expect(RateLimiter.bufferSize(for: 1024) == 16 * 1024)
+        #expect(RateLimiter.bufferSize(for: 1 << 20) == 128 * 1024)
+        #expect(RateLimiter.bufferSize(for: 1 << 30) == 512 * 1024)
+    }
+
     @Test(arguments: [(0.0, "0.0"), (0.04, "0.0"), (0.05, "0.1"), (1.25, "1.3"), (12.96, "13.0"), (-2.5, "-2.5"), (3_600.0, "3600.0")])
     func oneDecimal(_ value: Double, _ text: String) {
         #expect(DecimalText.oneDecimal(value) == text)
@@ -110,3 +146,4 @@ final class WakeupCounter: @unchecked Sendable {
     func add() { lock.lock(); value += 1; lock.unlock() }
     var count: Int { lock.lock(); defer { lock.unlock() }; return value }
 }
+
