@@ -5,8 +5,9 @@ import Foundation
 /// several waiting together let the kernel merge their cache flushes.
 ///
 /// Results are taken back on the engine's thread (`takeFinished`), where state.db is
-/// written: nothing here touches SQLite. `onFinished` runs on a worker after each result is
-/// queued (the engine passes `curl_multi_wakeup`, to end its poll early).
+/// written: nothing here touches SQLite. `onFinished` runs on a worker, under the lock,
+/// after each result is queued (the engine passes `curl_multi_wakeup`, to end its poll
+/// early); it must be quick.
 final class Syncer: @unchecked Sendable {
     struct Finished {
         let id: Int
@@ -88,10 +89,10 @@ final class Syncer: @unchecked Sendable {
                 let result = next.file.sync()
                 condition.lock()
                 finished.append(Finished(id: next.id, result: result))
-                condition.broadcast()  // a `waitForAny`
-                condition.unlock()
+                // Under the lock: the engine takes results only under it, so it cannot have
+                // finished its run (and freed the multi handle `onFinished` wakes) meanwhile.
                 onFinished()
-                condition.lock()
+                condition.broadcast()  // a `waitForAny`
             } else if stopping {
                 workers -= 1
                 condition.unlock()
