@@ -264,7 +264,10 @@ final class TransferEngine {
     private var idleHandles: [CurlEasy] = []
 
     private func release(_ transfer: Transfer) {
-        if idleHandles.count < config.concurrency { idleHandles.append(transfer.easy) }
+        // A handle removed while paused for `max_rate` still holds libcurl's paused state
+        // (and bytes meant for its old transfer): it is freed with its transfer, not reused.
+        guard !transfer.pausedForRate, idleHandles.count < config.concurrency else { return }
+        idleHandles.append(transfer.easy)
     }
 
     /// Each capped feed's token bucket (`max_rate`), shared by its transfers.
