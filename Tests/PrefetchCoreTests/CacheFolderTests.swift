@@ -133,6 +133,25 @@ import Testing
         #expect(RateLimiter.bufferSize(for: 1 << 30) == 512 * 1024)
     }
 
+    /// `metered_budget` within a run: known sizes are reserved at start; a size that would
+    /// not fit waits while others hold reservations, and is refused once none do; a
+    /// transfer of unknown size stops when the budget is used, leaving others' reservations.
+    @Test func theMeteredAllowanceAdmitsAndStops() {
+        let allowance = MeteredAllowance(budget: 1000, usedToday: 100)
+        #expect(allowance.admit(500) == .start)
+        allowance.reserve(500)
+        #expect(allowance.admit(500) == .wait)        // 100 + 500 + 500 > 1000, but the 500 may end smaller
+        #expect(allowance.admit(nil) == .start)       // 100 + 500 < 1000
+        #expect(allowance.take(300, reservations: true))   // unknown size: 400 used, 500 reserved
+        #expect(allowance.take(200, reservations: true))   // 400 + 500 < 1000: through, though it crosses: 600 used
+        #expect(!allowance.take(1, reservations: true))    // 600 + 500 >= 1000: stop
+        #expect(allowance.take(400, reservations: false))  // the reserved transfer goes on: 1000 used
+        allowance.release(500)
+        #expect(allowance.admit(1) == .refuse && allowance.admit(nil) == .refuse)
+        #expect(!allowance.take(1, reservations: false))
+        #expect(MeteredAllowance(budget: 1000, usedToday: 0).admit(1001) == .refuse)
+    }
+
     @Test(arguments: [(0.0, "0.0"), (0.04, "0.0"), (0.05, "0.1"), (1.25, "1.3"), (12.96, "13.0"), (-2.5, "-2.5"), (3_600.0, "3600.0")])
     func oneDecimal(_ value: Double, _ text: String) {
         #expect(DecimalText.oneDecimal(value) == text)

@@ -392,6 +392,35 @@ import PrefetchCore
         #expect(setup.cached("t/t.bin").map(Self.sha) == Self.sha(body))
     }
 
+    /// `metered_budget` on a metered link (SPEC §5): two files that each fit but not
+    /// together do not both start; one of unknown size pauses, resumably, when the budget
+    /// runs out; the bytes are recorded, and the plan says why it waits.
+    @Test func theMeteredBudgetHoldsWithinARun() throws {
+        let a = Self.random(200_000, seed: 600), b = Self.random(200_000, seed: 601), u = Self.random(1_500_000, seed: 602)
+        let setup = try Setup(files: ["a.bin": a, "b.bin": b, "slow/u.bin": u])
+        try setup.feed("conditions: { metered_budget: 300KiB/day }\nlimits: { concurrency: 4 }\nresources:\n"
+                       + "  - { url: ORIGIN/a.bin, size: 200000 }\n  - { url: ORIGIN/b.bin, size: 200000 }\n")
+        let known = try setup.run(["run", "--assume", "network=metered"])
+        #expect(known.status == 0, "\(known.stderr)")
+        #expect([setup.cached("t/a.bin") != nil, setup.cached("t/b.bin") != nil].filter { $0 }.count == 1, "\(known.stdout)")
+        #expect(known.stdout.contains("metered budget used"), "\(known.stdout)")
+        #expect(setup.origin.log().count == 1, "the second file was requested: \(setup.origin.log())")
+
+        try FileManager.default.removeItem(at: setup.dir.url.appendingPathComponent("cache"))
+        try setup.feed("conditions: { metered_budget: 300KiB/day }\nresources:\n  - url: ORIGIN/slow/u.bin\n")
+        let unknown = try setup.run(["run", "--assume", "network=metered"])
+        #expect(unknown.status == 0, "\(unknown.stderr)")
+        #expect(unknown.stdout.contains("paused  t/u.bin  metered budget used"), "\(unknown.stdout)")
+        #expect(setup.cached("t/u.bin") == nil)
+        let kept = setup.partials.first.flatMap { try? FileManager.default.attributesOfItem(atPath: setup.dir.url.path + "/cache/.prefetch/partial/" + $0)[.size] as? Int }
+        #expect((kept ?? 0) >= 300 * 1024 && (kept ?? 0) < u.count, "partial kept: \(String(describing: kept))")
+        let state = try #require(try StateStore.openReadOnly(setup.dir.url.path + "/cache/.prefetch/state.db")?.snapshot())
+        let used = state.meteredBytes.filter { $0.key.feed == "t" }.values.reduce(0, +)
+        #expect(used >= 300 * 1024 && used < UInt64(u.count), "recorded \(used) metered bytes")
+        let plan = try setup.run(["plan", "--assume", "network=metered"])
+        #expect(plan.stdout.contains("metered budget used"), "\(plan.stdout)")
+    }
+
     @Test func aSecondWriterGetsExitSeventyFive() throws {
         let setup = try Setup(files: ["a.bin": Self.random(100)])
         try setup.feed("resources:\n  - url: ORIGIN/a.bin\n")

@@ -81,8 +81,13 @@ struct RunPass {
                 failures: (recorded?.failureRelease == release && sameURL) ? recorded?.failures ?? 0 : 0))
         }
 
+        var meteredUsedToday: [String: UInt64] = [:]
+        for feed in feeds where feed.conditions.meteredBudget != nil {
+            let day = Planner.localDay(plan.now, clock: ZoneClock(feed.timeZone))
+            meteredUsedToday[feed.name] = snapshot.meteredBytes[MeteredDay(feed: feed.name, day: day)] ?? 0
+        }
         let engine = TransferEngine(cache: cache, state: state, config: config, environment: environment,
-                                    metered: lastProbe.metered, clock: clock, onEvent: reporter.handle)
+                                    metered: lastProbe.metered, meteredUsedToday: meteredUsedToday, clock: clock, onEvent: reporter.handle)
         let timings = Dictionary(feeds.map { ($0.name, FeedTiming($0, machineID: machineID?.value)) }, uniquingKeysWith: { a, _ in a })
         let summary = engine.run(jobs, pauseReason: { feed in
             let now = clock()

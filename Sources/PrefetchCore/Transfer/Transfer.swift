@@ -71,6 +71,13 @@ final class Transfer {
     private let limiter: RateLimiter?
     /// Paused by the write callback until the bucket refills (the engine resumes it).
     private(set) var pausedForRate = false
+    /// The feed's `metered_budget` for today, on a metered link.
+    private let allowance: MeteredAllowance?
+    /// Bytes of the budget reserved for this transfer when it started (known sizes).
+    var reservedBudget: UInt64 = 0
+    /// Paused by the write callback because the metered budget ran out (the engine then
+    /// takes it out of the run, resumably).
+    private(set) var pausedForBudget = false
     /// On a real disk, writeback of each few MiB starts as they arrive, so the fsync
     /// before placement waits for little more than the tail (and a big file is not all
     /// dirty in memory at once).
@@ -112,8 +119,10 @@ final class Transfer {
     /// `existing` is the partial already on disk, opened, with its size: only passed when
     /// state.db records a partial for this resource (nothing else could be resumed).
     init(job: TransferJob, easy: CurlEasy, partialName: String, existing: (file: FileDescriptor, size: UInt64)?, globalCap: UInt64,
-         limiter: RateLimiter? = nil, startWriteback: Bool = false, createFile: @escaping () -> Result<FileDescriptor, Errno>) {
+         limiter: RateLimiter? = nil, allowance: MeteredAllowance? = nil, startWriteback: Bool = false,
+         createFile: @escaping () -> Result<FileDescriptor, Errno>) {
         self.limiter = limiter
+        self.allowance = allowance
         self.startWriteback = startWriteback
         self.job = job
         self.easy = easy
@@ -324,6 +333,11 @@ final class Transfer {
         guard (200..<300).contains(status) else { return 0 }  // error pages never land (FAULTS 14)
         if let limiter, !limiter.take(bytes.count) {
             pausedForRate = true  // libcurl keeps these bytes and hands them over again on resume
+            return Int(CURL_WRITEFUNC_PAUSE)
+        }
+        // After the rate check, so a chunk handed over again after a rate pause is counted once.
+        if let allowance, !allowance.take(bytes.count, reservations: reservedBudget == 0) {
+            pausedForBudget = true
             return Int(CURL_WRITEFUNC_PAUSE)
         }
         // The cap is enforced as bytes arrive, chunked or not (FAULTS 13).

@@ -45,9 +45,15 @@ final class TransferEngine {
     private var summary = EngineSummary()
     /// Feeds whose metered bytes count toward their budget.
     private let metered: Bool
+    private let meteredUsedToday: [String: UInt64]
+    /// Each budgeted feed's allowance for this run, when the link is metered.
+    private var allowances: [String: MeteredAllowance] = [:]
 
+    /// `meteredUsedToday`: per feed, bytes already moved over metered links today (state.db),
+    /// for `metered_budget` when `metered`.
     init(cache: CacheFolder, state: StateStore, config: Config, environment: [String: String], metered: Bool,
-         clock: @escaping () -> Int64, onEvent: @escaping (RunEvent) -> Void) {
+         meteredUsedToday: [String: UInt64] = [:], clock: @escaping () -> Int64, onEvent: @escaping (RunEvent) -> Void) {
+        self.meteredUsedToday = meteredUsedToday
         _ = CurlGlobal.initialized
         self.cache = cache
         self.state = state
@@ -140,6 +146,12 @@ final class TransferEngine {
         for job in jobs where limiters[job.feed.name] == nil {
             if let rate = job.feed.limits.maxRate { limiters[job.feed.name] = RateLimiter(bytesPerSecond: rate.bytes, now: now) }
         }
+        if metered {
+            for job in jobs where allowances[job.feed.name] == nil {
+                guard let budget = job.feed.conditions.meteredBudget else { continue }
+                allowances[job.feed.name] = MeteredAllowance(budget: budget.bytes, usedToday: meteredUsedToday[job.feed.name] ?? 0)
+            }
+        }
         var queue = jobs
         var lastCheck = Date.distantPast
         var lastSync = Date()
@@ -175,8 +187,17 @@ final class TransferEngine {
             var index = head
             while index < queue.count, active.count < config.concurrency, awaitingPlacement.count < placementBacklog {
                 if !taken[index], queue[index].notBefore <= now, canStart(queue[index]) {
-                    taken[index] = true
-                    start(queue[index])
+                    switch admitUnderBudget(queue[index]) {
+                    case .start:
+                        taken[index] = true
+                        start(queue[index])
+                    case .wait:
+                        break
+                    case .refuse:
+                        taken[index] = true  // waits for tomorrow's budget (the plan says so)
+                        summary.paused += 1
+                        onEvent(.paused(queue[index].key, reason: "metered budget used", offset: queue[index].partial?.syncedOffset ?? 0))
+                    }
                 }
                 index += 1
             }
@@ -198,6 +219,9 @@ final class TransferEngine {
             if busySince == nil { busySince = Date() }
             _ = multi.perform()
             finishBatch(completed: multi.completed())
+            if !allowances.isEmpty {
+                for transfer in Array(active.values) where transfer.pausedForBudget { pause(transfer, reason: "metered budget used") }
+            }
             if !active.isEmpty { multi.poll(milliseconds: resumeRateLimited()) }
             if Date().timeIntervalSince(lastSync) >= 2 {
                 lastSync = Date()
@@ -245,14 +269,19 @@ final class TransferEngine {
         let name = CacheFolder.partialName(feed: job.key.feed, path: job.key.path)
         // Only a partial state.db knows of can be resumed; any other is replaced when a body begins.
         let existing = job.partial != nil ? cache.openPartial(name) : nil
+        let allowance = allowances[job.feed.name]
         let transfer = Transfer(job: job, easy: idleHandles.popLast() ?? CurlEasy(), partialName: name, existing: existing,
-                                globalCap: config.maxSize.bytes, limiter: limiters[job.feed.name], startWriteback: !syncsInline,
+                                globalCap: config.maxSize.bytes, limiter: limiters[job.feed.name], allowance: allowance, startWriteback: !syncsInline,
                                 createFile: { [cache] in cache.createPartial(name) })
         do {
             try transfer.configure(config: config, environment: environment)
         } catch {
             fail(job, error, transfer: transfer)
             return
+        }
+        if let allowance, let size = job.resource.size {
+            transfer.reservedBudget = max(1, size - min(size, transfer.offset))
+            allowance.reserve(transfer.reservedBudget)
         }
         active[transfer.easy.handle] = transfer
         multi.add(transfer.easy)
@@ -264,10 +293,20 @@ final class TransferEngine {
     private var idleHandles: [CurlEasy] = []
 
     private func release(_ transfer: Transfer) {
-        // A handle removed while paused for `max_rate` still holds libcurl's paused state
+        // A handle removed while paused (`max_rate`, `metered_budget`) still holds libcurl's paused state
         // (and bytes meant for its old transfer): it is freed with its transfer, not reused.
-        guard !transfer.pausedForRate, idleHandles.count < config.concurrency else { return }
+        if transfer.reservedBudget > 0 {  // a transfer of known size gives back its reservation
+            allowances[transfer.job.feed.name]?.release(transfer.reservedBudget)
+            transfer.reservedBudget = 0
+        }
+        guard !transfer.pausedForRate, !transfer.pausedForBudget, idleHandles.count < config.concurrency else { return }
         idleHandles.append(transfer.easy)
+    }
+
+    /// Whether `job` fits its feed's metered budget now (no budget: always).
+    private func admitUnderBudget(_ job: TransferJob) -> MeteredAllowance.Admission {
+        guard let allowance = allowances[job.feed.name] else { return .start }
+        return allowance.admit(job.resource.size.map { $0 - min($0, job.partial?.syncedOffset ?? 0) })
     }
 
     /// Each capped feed's token bucket (`max_rate`), shared by its transfers.
