@@ -277,6 +277,21 @@ import Testing
             "2026-03-31T02:30:00+02:00", "2026-04-01T02:30:00+02:00",
         ])
     }
+
+    /// The daemon's next wake-up: work waiting on conditions (which no clock announces) is
+    /// re-checked after `recheck` seconds, not at once; due work is at once.
+    @Test func theDaemonWakesForConditionsAfterARecheckNotAtOnce() {
+        let now = Self.at("2026-11-30T03:00:00+01:00")
+        let waiting = Self.feed("conditions: { power: ac }\nrefresh: 1h\n" + Self.one)
+        let onBattery = Planner.plan(PlanInput(feeds: [waiting], state: StateSnapshot(), cached: [],
+                                               conditions: ConditionSnapshot(onAC: false, batteryLevel: 90), now: now, machineID: nil))
+        #expect(onBattery.feeds.first?.items.first?.status == .waiting)
+        #expect(RunPass.nextWakeup(onBattery, recheck: 60) == now + 60)
+        let onMains = Planner.plan(PlanInput(feeds: [waiting], state: StateSnapshot(), cached: [],
+                                             conditions: ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test"), now: now, machineID: nil))
+        #expect(onMains.feeds.first?.items.first?.status == .due)
+        #expect(RunPass.nextWakeup(onMains, recheck: 60) == now)
+    }
 }
 
 /// A temporary folder for unit tests, removed on release.

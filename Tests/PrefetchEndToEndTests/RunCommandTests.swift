@@ -421,6 +421,28 @@ import PrefetchCore
         #expect(plan.stdout.contains("metered budget used"), "\(plan.stdout)")
     }
 
+    /// `run --feed a` cleans up like `gc` for feed a, and leaves feed b's partial alone:
+    /// b's resource is still listed (in a manifest this run did not work on).
+    @Test func runOneFeedKeepsTheOtherFeedsPartials() throws {
+        let setup = try Setup(files: ["a.bin": Self.random(1000, seed: 700), "b.bin": Self.random(300_000, seed: 701)])
+        try setup.feed("resources:\n  - url: ORIGIN/a.bin\n", name: "a")
+        try setup.feed("resources:\n  - url: ORIGIN/b.bin\n", name: "b")
+        let partials = setup.dir.url.appendingPathComponent("cache/.prefetch/partial")
+        try FileManager.default.createDirectory(at: partials, withIntermediateDirectories: true)
+        let name = CacheFolder.partialName(feed: "b", path: "b.bin")
+        try Data(Self.random(300_000, seed: 701).prefix(100_000)).write(to: partials.appendingPathComponent(name))
+        let store = try StateStore.openForWriting(setup.dir.url.path + "/cache/.prefetch/state.db")
+        try store.recordPartial(ResourceKey(feed: "b", path: "b.bin"), PartialState(
+            urlHash: ResourceURL.hash(of: try ResourceURL.parse(setup.origin.url("/b.bin"))), validators: Validators(),
+            totalLength: 300_000, syncedOffset: 100_000, updatedAt: 0))
+        let result = try setup.run(["run", "--feed", "a"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(setup.cached("a/a.bin") != nil)
+        #expect(FileManager.default.fileExists(atPath: partials.appendingPathComponent(name).path), "run --feed a deleted feed b's partial")
+        let state = try #require(try StateStore.openReadOnly(setup.dir.url.path + "/cache/.prefetch/state.db")?.snapshot())
+        #expect(state.resources[ResourceKey(feed: "b", path: "b.bin")]?.partial?.syncedOffset == 100_000)
+    }
+
     @Test func aSecondWriterGetsExitSeventyFive() throws {
         let setup = try Setup(files: ["a.bin": Self.random(100)])
         try setup.feed("resources:\n  - url: ORIGIN/a.bin\n")

@@ -16,7 +16,10 @@ public enum GarbageCollector {
 
     /// `now` (which `PREFETCH_CLOCK_OFFSET` may shift) decides expiry; file ages are
     /// measured against `realNow`, since mtimes are stamped by the real clock.
-    public static func collect(feeds: [Feed], cache: String, now: Int64, realNow: Int64 = Clock.realNow()) -> [Removal] {
+    /// `partialsOf`: the feeds whose partials count as listed (default `feeds`; `run --feed`
+    /// cleans up one feed but keeps every loaded feed's partials).
+    public static func collect(feeds: [Feed], cache: String, now: Int64, realNow: Int64 = Clock.realNow(),
+                               partialsOf owners: [Feed]? = nil) -> [Removal] {
         var removals: [Removal] = []
         let root = cache.hasSuffix("/") ? String(cache.dropLast()) : cache
         let partials: [String]
@@ -26,11 +29,16 @@ public enum GarbageCollector {
             partials = []
         }
         var partialOwners = Set<String>()  // partial names are hashes: computed only when there are partials
+        if let owners, !partials.isEmpty {
+            for feed in owners {
+                for resource in feed.resources { partialOwners.insert(CacheFolder.partialName(feed: feed.name, path: resource.path)) }
+            }
+        }
         for feed in feeds {
             var listed = Set<String>()
             for resource in feed.resources {
                 if feed.prune { listed.insert(resource.path) }
-                if !partials.isEmpty { partialOwners.insert(CacheFolder.partialName(feed: feed.name, path: resource.path)) }
+                if !partials.isEmpty && owners == nil { partialOwners.insert(CacheFolder.partialName(feed: feed.name, path: resource.path)) }
                 if let expires = resource.expires, expires <= now,
                    FileSystem.isRegularFileNoFollow(root + "/" + feed.name + "/" + resource.path) {
                     removals.append(Removal(path: feed.name + "/" + resource.path, reason: "expired",

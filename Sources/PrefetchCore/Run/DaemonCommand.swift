@@ -58,7 +58,7 @@ enum DaemonCommand {
                 }
             }
             _ = signals.take(SIGUSR1)
-            let pass = RunPass(feeds: feeds, config: config, cache: cache, state: state, environment: context.environment,
+            let pass = RunPass(feeds: feeds, allFeeds: feeds, config: config, cache: cache, state: state, environment: context.environment,
                                assumptions: Assumptions(), console: console)
             let outcome = pass.execute(reporter: reporter, stopRequested: { signals.received != nil })
             let now = clock()

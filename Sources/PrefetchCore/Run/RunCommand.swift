@@ -14,6 +14,7 @@ enum RunCommand {
         }
         // Everything is checked before anything is touched (SPEC §5).
         guard var feeds = context.loadFeeds(config) else { return .usage }
+        let allFeeds = feeds
         if let only = context.arguments["--feed"] {
             guard feeds.contains(where: { $0.name == only }) else {
                 var message = "unknown feed '\(only)'"
@@ -42,7 +43,7 @@ enum RunCommand {
         guard let state = openState(cache, console: console) else { return .failure }
         let mode: RunReporter.Mode = context.arguments.flags.contains("--json") ? .json : (console.colorOut ? .terminal : .plain)
         let reporter = RunReporter(mode: mode, quiet: context.arguments.flags.contains("--quiet"), console: console)
-        let pass = RunPass(feeds: feeds, config: config, cache: cache, state: state, environment: context.environment,
+        let pass = RunPass(feeds: feeds, allFeeds: allFeeds, config: config, cache: cache, state: state, environment: context.environment,
                            assumptions: assumptions, console: console)
         return pass.execute(reporter: reporter, stopRequested: { stop.received != nil }).exit
     }

@@ -3,7 +3,10 @@ import Foundation
 /// One pass of `run` over an opened, locked cache: plan, transfer what is due, record,
 /// clean up. `run` makes one; `daemon` makes one per wake-up.
 struct RunPass {
+    /// The feeds this pass works on (`run --feed` picks one).
     let feeds: [Feed]
+    /// Every loaded feed: partials of the others are theirs, not abandoned.
+    var allFeeds: [Feed]
     let config: Config
     let cache: CacheFolder
     let state: StateStore
@@ -108,7 +111,7 @@ struct RunPass {
         // Releases with nothing left to do are finished; then the clean-up of `gc`.
         var nextWakeup: Int64?
         if let (after, snapshotAfter, _) = makePlan() {
-            nextWakeup = Self.nextWakeup(after)
+            nextWakeup = Self.nextWakeup(after, recheck: DaemonCommand.recheckSeconds)
             for feedPlan in after.feeds where !feedPlan.items.contains(where: { [.due, .waiting, .backoff].contains($0.status) }) {
                 if snapshotAfter.feeds[feedPlan.name]?.lastReleaseFinished == nil, snapshotAfter.feeds[feedPlan.name]?.lastRelease != nil {
                     try? state.recordReleaseFinished(feed: feedPlan.name, at: clock())
@@ -116,7 +119,7 @@ struct RunPass {
             }
         }
         if !stopRequested() {
-            let removals = GarbageCollector.collect(feeds: feeds, cache: config.cache, now: clock())
+            let removals = GarbageCollector.collect(feeds: feeds, cache: config.cache, now: clock(), partialsOf: allFeeds)
             for (removal, error) in GarbageCollector.apply(removals, cache: config.cache) {
                 console.err("prefetch: warning: cannot remove \(removal.path): \(error)\n")
             }
@@ -137,14 +140,16 @@ struct RunPass {
 
 
     /// The earliest moment the plan changes on its own: a release, a window opening, a
-    /// backoff's end, an embargo — or now, when work is waiting on conditions.
-    static func nextWakeup(_ plan: Plan) -> Int64? {
+    /// backoff's end, an embargo; `recheck` seconds on when work waits on conditions (power,
+    /// network, free space, budget), which no clock announces; now when work is still due.
+    static func nextWakeup(_ plan: Plan, recheck: Int64) -> Int64? {
         var times: [Int64] = []
         for feed in plan.feeds {
             times += feed.nextReleases
             for item in feed.items {
                 if let next = item.next { times.append(next) }
-                if item.status == .waiting || item.status == .due { times.append(plan.now) }
+                if item.status == .waiting { times.append(plan.now + recheck) }
+                if item.status == .due { times.append(plan.now) }
             }
         }
         return times.filter { $0 >= plan.now }.min()
