@@ -814,6 +814,44 @@ import PrefetchCore
         s.checkInvariant(Dictionary(uniqueKeysWithValues: codes.map { ("t/e\($0).bin", [bodies[$0]!]) }))
     }
 
+    /// SPEC §5: `attempts` consecutive failures in a release mark the resource failed:
+    /// an always-500 origin with `attempts: 3` sees exactly 3 requests in the run, and
+    /// the plan says the run gave up, until the next release.
+    @Test func exhaustedAttemptsMarkTheResourceFailed() throws {
+        let s = try Scenario()
+        s.origin.serve("/x.bin", OriginResource(Self.bytes(1000, seed: 280)))
+        s.origin.inject("/x.bin", Array(repeating: .status(500), count: 10))
+        try s.feed("retry: { attempts: 3, backoff: 1s, max_backoff: 1s }\nrefresh: 1h\nresources:\n  - url: ORIGIN/x.bin\n")
+        let result = try s.run()
+        #expect(result.status == 1, "\(result.diagnostics)")
+        #expect(s.origin.requests(to: "/x.bin").count == 3)
+        #expect(result.retries("x.bin").count == 2)
+        #expect(result.failure("x.bin")?.contains("HTTP 500") == true)
+        let plan = try BinaryRunner.run(["plan", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"], in: s.dir.url)
+        #expect(plan.stdout.contains("gave up after 3 attempts"), "\(plan.stdout)")
+        let again = try s.run()
+        #expect(s.origin.requests(to: "/x.bin").count == 3, "a run in the same release tried again")
+        #expect(again.status == 0)
+    }
+
+    /// SPEC §5: a changed URL is noticed (its hash differs): the cached copy is fetched
+    /// afresh, unconditionally, at once, not revalidated with the old URL's validators.
+    @Test func aChangedURLIsFetchedAfresh() throws {
+        let s = try Scenario()
+        let v1 = Self.bytes(2000, seed: 290), v2 = Self.bytes(3000, seed: 291)
+        s.origin.serve("/u.bin?sig=1", OriginResource(v1, etag: "\"u1\""))
+        s.origin.serve("/u.bin?sig=2", OriginResource(v2, etag: "\"u2\""))
+        try s.feed(Self.nextRun + "refresh: 1d\nresources:\n  - { url: \"ORIGIN/u.bin?sig=1\", path: u.bin }\n")
+        #expect(try s.run().status == 0)
+        #expect(s.digest("t/u.bin") == Self.sha(v1))
+        try s.feed(Self.nextRun + "refresh: 1d\nresources:\n  - { url: \"ORIGIN/u.bin?sig=2\", path: u.bin }\n")
+        let changed = try s.run()
+        #expect(changed.status == 0, "\(changed.diagnostics)")
+        let request = try #require(s.origin.requests.last)
+        #expect(request.path == "/u.bin?sig=2" && request.header("if-none-match") == nil, "\(request.path) \(request.headers)")
+        #expect(s.digest("t/u.bin") == Self.sha(v2))
+    }
+
     /// FAULTS 16: a network error (connection refused) is transient: exponential backoff with
     /// jitter — the n-th consecutive failure waits a uniform draw from [b·2^(n-1)/2, b·2^(n-1)] —
     /// recorded for a later run when longer than 60 s, never marked failed for the release.

@@ -268,6 +268,37 @@ import PrefetchCore
         #expect(text.contains("prefetch daemon: reloaded 1 feed") && text.contains("prefetch daemon: stopped (SIGTERM)"))
     }
 
+    /// SPEC §2: where `run` exits 75, the daemon waits for the lock, then works.
+    @Test func theDaemonWaitsForTheLock() throws {
+        let setup = try Setup(files: ["one.bin": Self.random(100)])
+        try setup.feed("resources:\n  - url: ORIGIN/one.bin\n")
+        try FileManager.default.createDirectory(at: setup.dir.url.appendingPathComponent("cache/.prefetch"), withIntermediateDirectories: true)
+        let lock = open(setup.dir.url.path + "/cache/.prefetch/lock", O_RDWR | O_CREAT, 0o644)
+        #expect(flock(lock, LOCK_EX | LOCK_NB) == 0)
+        let process = Process()
+        process.executableURL = BinaryRunner.executable
+        process.arguments = ["daemon", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"]
+        process.currentDirectoryURL = setup.dir.url
+        let log = setup.dir.url.appendingPathComponent("daemon.log")
+        try Data().write(to: log)
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
+        Thread.sleep(forTimeInterval: 1.0)
+        #expect(process.isRunning, "the daemon gave up on a held lock")
+        #expect(setup.cached("t/one.bin") == nil)
+        #expect(try String(contentsOf: log, encoding: .utf8).contains("waiting for the cache lock"))
+        close(lock)  // the other writer is done
+        var fetched = false
+        for _ in 0..<100 where !fetched { fetched = setup.cached("t/one.bin") != nil; if !fetched { Thread.sleep(forTimeInterval: 0.1) } }
+        #expect(fetched, "the daemon did not take the lock once it was free")
+        process.terminate()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+    }
+
     /// FAULTS 20 on a real full filesystem: a 2 MiB tmpfs mounted as the cache (needs root, as CI has).
     @Test(.enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
     func aFullDiskPausesEverythingAndKeepsTheGoodCopy() throws {
@@ -533,6 +564,80 @@ import PrefetchCore
         #expect(gc.status == 0)
         #expect(setup.cached("t/old.bin") == nil && setup.cached("t/stray/file.txt") == nil)
         #expect(setup.cached("t/keep.bin") != nil && setup.cached("other-feed/file.txt") != nil)
+    }
+
+    /// The end of every `run` cleans up as `gc` does: with `prune`, a resource taken out of
+    /// the manifest leaves the cache at the next run, and so does an orphaned partial.
+    @Test func runCleansUpAsGCDoes() throws {
+        let setup = try Setup(files: ["keep.bin": Self.random(10), "gone.bin": Self.random(20)])
+        try setup.feed("prune: true\nresources:\n  - url: ORIGIN/keep.bin\n  - url: ORIGIN/gone.bin\n")
+        #expect(try setup.run().status == 0)
+        #expect(setup.cached("t/gone.bin") != nil)
+        try setup.dir.write("cache/.prefetch/partial/" + CacheFolder.partialName(feed: "t", path: "old.bin"), "orphan")
+        try setup.feed("prune: true\nresources:\n  - url: ORIGIN/keep.bin\n")
+        #expect(try setup.run().status == 0)
+        #expect(setup.cached("t/gone.bin") == nil && setup.cached("t/keep.bin") != nil)
+        #expect(setup.partials.isEmpty, "\(setup.partials)")
+    }
+
+    /// SPEC §2: a cache that cannot be written is exit 1 with the reason, and nothing else.
+    @Test func anUnwritableCacheIsExitOne() throws {
+        let setup = try Setup(files: ["a.bin": Self.random(10)])
+        try setup.feed("resources:\n  - url: ORIGIN/a.bin\n")
+        try setup.dir.write("cache", "a file where the cache folder should be")
+        let result = try setup.run()
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("cannot write") && result.stderr.contains("cache"), "\(result.stderr)")
+        #expect(setup.origin.log().isEmpty)
+    }
+
+    /// SPEC §2 `status`: files, bytes, last success and error, partials and next wake-up per feed.
+    @Test func statusReportsEachFeed() throws {
+        let setup = try Setup(files: ["a.bin": Self.random(1000), "b.bin": Self.random(2000)])
+        try setup.feed("refresh: 1h\nresources:\n  - url: ORIGIN/a.bin\n  - url: ORIGIN/b.bin\n  - url: ORIGIN/missing.bin\n")
+        #expect(try setup.run().status == 1)
+        let json = try setup.run(["status", "--json"])
+        #expect(json.status == 0, "\(json.stderr)")
+        let line = try #require(json.stdout.split(separator: "\n").first)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(object["type"] as? String == "feed" && object["feed"] as? String == "t")
+        #expect(object["files"] as? Int == 2 && object["bytes"] as? Int == 3000 && object["partials"] as? Int == 0, "\(object)")
+        #expect(object["last_success"] is String, "\(object)")
+        #expect(object["last_error"] as? String == "missing.bin: HTTP 404", "\(object)")
+        #expect(object["next_wakeup"] is String, "\(object)")
+        let text = try setup.run(["status"])
+        #expect(text.stdout.contains("t: 2 of 3 files cached"), "\(text.stdout)")
+    }
+
+    /// `run --json` reports progress lines while a transfer runs (at most once a second each),
+    /// and `plan --at HH:MM` means that time today in the system's zone.
+    @Test func progressLinesAndPlanAtAClockTime() throws {
+        let setup = try Setup(files: ["slow/p.bin": Self.random(1_200_000, seed: 800)])
+        try setup.feed("window: \"02:00-04:00\"\nresources:\n  - url: ORIGIN/slow/p.bin\n")
+        let inside = try setup.run(["plan", "--json", "--at", "03:00"])
+        #expect(inside.stdout.contains(#""window_open":true"#), "\(inside.stdout)")
+        let outside = try setup.run(["plan", "--json", "--at", "05:00"])
+        #expect(outside.stdout.contains(#""window_open":false"#), "\(outside.stdout)")
+
+        try setup.feed("resources:\n  - url: ORIGIN/slow/p.bin\n")
+        let run = try setup.run(["run", "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let progress = run.stdout.split(separator: "\n").compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        }.filter { $0["type"] as? String == "progress" }
+        #expect(!progress.isEmpty, "\(run.stdout)")
+        for line in progress {
+            #expect(line["feed"] as? String == "t" && line["path"] as? String == "p.bin")
+            #expect(line["bytes"] is Int && line["rate_bps"] is Double, "\(line)")
+        }
+    }
+
+    /// The shipped examples are valid: `feeds/` and `etc/config.example.yaml`.
+    @Test func theShippedExamplesValidate() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized
+        let result = try BinaryRunner.run(["validate", "--feeds", "feeds", "--config", "etc/config.example.yaml"], in: root)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(!result.stderr.contains("error"), "\(result.stderr)")
     }
 
     /// nginx's ETag for a URL, from a HEAD request with the system curl.
