@@ -834,6 +834,31 @@ import PrefetchCore
         #expect(again.status == 0)
     }
 
+    /// SPEC §5 `connect_timeout`: a server that accepts the TCP connection but never answers
+    /// the TLS handshake is given up on after the timeout, not after the stall timeout.
+    @Test func connectTimeoutCutsAHandshakeThatNeverEnds() throws {
+        let s = try Scenario()
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
+        }
+        #expect(bound && listen(listener, 8) == 0)  // the kernel accepts; nobody ever answers
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        try s.feed("retry: { attempts: 1 }\nlimits: { connect_timeout: 2s, stall_timeout: 1m }\nresources:\n"
+                   + "  - url: https://127.0.0.1:\(port)/silent.bin\n")
+        let started = Date()
+        let result = try s.run(timeout: 20)
+        let seconds = Date().timeIntervalSince(started)
+        #expect(result.status == 1, "\(result.diagnostics)")
+        #expect(seconds >= 1.5 && seconds < 10, "gave up after \(seconds) s")
+        #expect(result.failure("silent.bin")?.lowercased().contains("time") == true, "\(result.diagnostics)")
+    }
+
     /// SPEC §5: a changed URL is noticed (its hash differs): the cached copy is fetched
     /// afresh, unconditionally, at once, not revalidated with the old URL's validators.
     @Test func aChangedURLIsFetchedAfresh() throws {
