@@ -632,6 +632,22 @@ import PrefetchCore
         }
     }
 
+    /// SPEC §5: files 0644 and folders 0755, less what the umask removes (the cache folder too).
+    @Test func modesFollowTheUmask() throws {
+        let setup = try Setup(files: ["a/b.bin": Self.random(10)])
+        try setup.feed("resources:\n  - { url: ORIGIN/a/b.bin, path: x/b.bin }\n")
+        let command = [BinaryRunner.executable.path, "run", "--feeds", "feeds", "--cache", "new/cache", "--config", "/dev/null"]
+            .map { "'" + $0 + "'" }.joined(separator: " ")
+        let result = try BinaryRunner.run(["-c", "umask 077; exec " + command], in: setup.dir.url, executable: URL(fileURLWithPath: "/bin/sh"))
+        #expect(result.status == 0, "\(result.stderr)")
+        func mode(_ path: String) -> mode_t {
+            var info = Glibc.stat()
+            return lstat(setup.dir.url.path + "/" + path, &info) == 0 ? info.st_mode & 0o777 : 0
+        }
+        for folder in ["new", "new/cache", "new/cache/.prefetch", "new/cache/t", "new/cache/t/x"] { #expect(mode(folder) == 0o700, "\(folder)") }
+        #expect(mode("new/cache/t/x/b.bin") == 0o600)
+    }
+
     /// The shipped examples are valid: `feeds/` and `etc/config.example.yaml`.
     @Test func theShippedExamplesValidate() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized

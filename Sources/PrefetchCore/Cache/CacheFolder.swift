@@ -12,11 +12,14 @@ public final class CacheFolder {
 
     /// Opens the cache, creating it and `.prefetch/partial/` (mode 0755) as needed.
     public static func open(_ path: String) -> Result<CacheFolder, CacheError> {
-        do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o755])
-        } catch {
-            return .failure(.cannotWrite(path, "\(error.localizedDescription)"))
+        // mkdir(2) with 0755 for each missing folder, so the umask applies as it does to every
+        // other folder prefetch creates (FileManager's permissions attribute would override it).
+        var partial = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            partial += "/" + component
+            if mkdir(partial, 0o755) != 0, errno != EEXIST {
+                return .failure(.cannotWrite(path, Errno.current.description))
+            }
         }
         guard case .success(let root) = FileDescriptor.open(path, flags: O_RDONLY | O_DIRECTORY) else {
             return .failure(.cannotWrite(path, Errno.current.description))
