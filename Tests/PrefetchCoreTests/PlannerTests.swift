@@ -278,6 +278,24 @@ import Testing
         ])
     }
 
+    /// What pauses a running feed when the probes change mid-run (re-read every 5 s).
+    @Test func conditionsLostMidRunPauseTheFeed() {
+        let any = Conditions()
+        var unmetered = Conditions(); unmetered.network = .unmetered
+        var ac = Conditions(); ac.power = .ac
+        var battery40 = Conditions(); battery40.minBattery = 40
+        let metered = ConditionSnapshot(metered: true)
+        let battery = ConditionSnapshot(onAC: false, batteryLevel: 30)
+        let mains = ConditionSnapshot(onAC: true, batteryLevel: 30)
+        #expect(RunPass.conditionLost(any, metered) == nil && RunPass.conditionLost(any, battery) == nil)
+        #expect(RunPass.conditionLost(unmetered, metered) == "network metered")
+        #expect(RunPass.conditionLost(unmetered, battery) == nil)
+        #expect(RunPass.conditionLost(ac, battery) == "on battery")
+        #expect(RunPass.conditionLost(ac, mains) == nil)
+        #expect(RunPass.conditionLost(battery40, battery) == "battery 30% < 40%")
+        #expect(RunPass.conditionLost(battery40, mains) == nil)  // on mains the level does not matter
+    }
+
     /// The daemon's next wake-up: work waiting on conditions (which no clock announces) is
     /// re-checked after `recheck` seconds, not at once; due work is at once.
     @Test func theDaemonWakesForConditionsAfterARecheckNotAtOnce() {

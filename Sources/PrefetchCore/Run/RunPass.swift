@@ -99,12 +99,7 @@ struct RunPass {
                 lastProbe = conditions()
                 lastProbeAt = Date()
             }
-            if feed.conditions.network == .unmetered && lastProbe.metered { return "network metered" }
-            if feed.conditions.power == .ac && !lastProbe.onAC { return "on battery" }
-            if feed.conditions.minBattery > 0, !lastProbe.onAC, let level = lastProbe.batteryLevel, level < feed.conditions.minBattery {
-                return "battery \(level)% < \(feed.conditions.minBattery)%"
-            }
-            return nil
+            return Self.conditionLost(feed.conditions, lastProbe)
         }, stopRequested: stopRequested)
         reporter.flush()
 
@@ -138,6 +133,17 @@ struct RunPass {
         return Outcome(exit: exit, nextWakeup: nextWakeup)
     }
 
+
+    /// Why a running feed must pause now that the conditions read `snapshot`, or nil: the
+    /// link turned metered, AC power was lost, or the battery fell below `min_battery`.
+    static func conditionLost(_ conditions: Conditions, _ snapshot: ConditionSnapshot) -> String? {
+        if conditions.network == .unmetered && snapshot.metered { return "network metered" }
+        if conditions.power == .ac && !snapshot.onAC { return "on battery" }
+        if conditions.minBattery > 0, !snapshot.onAC, let level = snapshot.batteryLevel, level < conditions.minBattery {
+            return "battery \(level)% < \(conditions.minBattery)%"
+        }
+        return nil
+    }
 
     /// The earliest moment the plan changes on its own: a release, a window opening, a
     /// backoff's end, an embargo; `recheck` seconds on when work waits on conditions (power,
