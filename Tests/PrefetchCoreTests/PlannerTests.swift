@@ -278,6 +278,19 @@ import Testing
         ])
     }
 
+    /// SPEC §1: with no machine id anywhere, there is no jitter, and `plan` says so (and how
+    /// to set one); with one, it says how long this machine waits and where the id came from.
+    @Test func planSaysWhenThereIsNoMachineID() {
+        let feed = Self.feed("schedule: \"0 3 * * *\"\njitter: 30m\n" + Self.one)
+        let now = Self.at("2026-11-30T01:00:00Z")
+        let none = Planner.plan(PlanInput(feeds: [feed], conditions: ConditionSnapshot(freeBytes: 1 << 40), now: now, machineID: nil))
+        #expect(PlanRenderer().text(none).contains("jitter 30m: no machine id found, so no jitter (set PREFETCH_MACHINE_ID or machine_id)"))
+        let id = MachineID(value: "kiosk-17", source: "PREFETCH_MACHINE_ID")
+        let some = Planner.plan(PlanInput(feeds: [feed], conditions: ConditionSnapshot(freeBytes: 1 << 40), now: now, machineID: id))
+        let wait = TimeSpan(seconds: Jitter.offset(machineID: "kiosk-17", feed: feed.name, jitter: feed.jitter))
+        #expect(PlanRenderer().text(some).contains("jitter 30m: this machine waits \(wait) (machine id from PREFETCH_MACHINE_ID)"))
+    }
+
     /// What pauses a running feed when the probes change mid-run (re-read every 5 s).
     @Test func conditionsLostMidRunPauseTheFeed() {
         let any = Conditions()
