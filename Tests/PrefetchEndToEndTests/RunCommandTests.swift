@@ -299,6 +299,39 @@ import PrefetchCore
         #expect(process.terminationStatus == 0)
     }
 
+    /// SPEC §2: SIGTERM to the daemon in the middle of a download pauses it resumably and
+    /// exits 0 within a few seconds; the partial and its offset are kept.
+    @Test func sigtermStopsTheDaemonMidDownload() throws {
+        let setup = try Setup(files: ["slow/big.bin": Self.random(4_000_000, seed: 900)])
+        try setup.feed("resources:\n  - url: ORIGIN/slow/big.bin\n")
+        let process = Process()
+        process.executableURL = BinaryRunner.executable
+        process.arguments = ["daemon", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"]
+        process.currentDirectoryURL = setup.dir.url
+        let log = setup.dir.url.appendingPathComponent("daemon.log")
+        try Data().write(to: log)
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+        var started = false
+        for _ in 0..<100 where !started { started = !setup.partials.isEmpty; if !started { Thread.sleep(forTimeInterval: 0.1) } }
+        #expect(started, "no transfer started")
+        Thread.sleep(forTimeInterval: 2.5)  // past the first 2-second sync, mid-download (4 MB at 512 KiB/s)
+        let stopAt = Date()
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(Date().timeIntervalSince(stopAt) < 5)
+        #expect(setup.cached("t/big.bin") == nil)
+        let state = try #require(try StateStore.openReadOnly(setup.dir.url.path + "/cache/.prefetch/state.db")?.snapshot())
+        let offset = state.resources[ResourceKey(feed: "t", path: "big.bin")]?.partial?.syncedOffset ?? 0
+        #expect(offset > 0 && offset < 4_000_000, "recorded offset \(offset)")
+        let text = try String(contentsOf: log, encoding: .utf8)
+        #expect(text.contains("paused  t/big.bin  stopped") && text.contains("prefetch daemon: stopped (SIGTERM)"), "\(text)")
+    }
+
     /// FAULTS 20 on a real full filesystem: a 2 MiB tmpfs mounted as the cache (needs root, as CI has).
     @Test(.enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
     func aFullDiskPausesEverythingAndKeepsTheGoodCopy() throws {
