@@ -69,7 +69,7 @@ public enum Commands {
                     available: true),
         CommandSpec(name: "run", abstract: "Transfer what is due now, verify it and place it in the cache.", arguments: nil,
                     options: [feeds, cache, OptionSpec("--feed", value: "NAME", "Only this feed."), assume, json,
-                              OptionSpec("--quiet", "Print only errors."), config],
+                              OptionSpec("--quiet", "Print only errors, and the summary of a failed run."), config],
                     discussion: "One pass, as a cron line or a systemd timer calls it. Exit 0 on success, 1 when a transfer failed, 75 when another writer holds the cache.",
                     available: true),
         CommandSpec(name: "daemon", abstract: "Run forever, waking for each release, window and retry.", arguments: nil,
