@@ -35,6 +35,21 @@ import PrefetchCore
             (try? Data(contentsOf: dir.url.appendingPathComponent("cache/" + path))).map { [UInt8]($0) }
         }
 
+        /// `prefetch daemon` in the background, stdout and stderr to the returned log file.
+        func startDaemon() throws -> (Process, URL) {
+            let process = Process()
+            process.executableURL = BinaryRunner.executable
+            process.arguments = ["daemon", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"]
+            process.currentDirectoryURL = dir.url
+            let log = dir.url.appendingPathComponent("daemon.log")
+            try Data().write(to: log)
+            let handle = try FileHandle(forWritingTo: log)
+            process.standardOutput = handle
+            process.standardError = handle
+            try process.run()
+            return (process, log)
+        }
+
         func stat(_ path: String) -> stat? {
             var info = Glibc.stat()
             return lstat(dir.url.appendingPathComponent("cache/" + path).path, &info) == 0 ? info : nil
@@ -54,6 +69,12 @@ import PrefetchCore
     }
 
     static func sha(_ bytes: [UInt8]) -> String { SHA256.hex(SHA256.digest(bytes)) }
+
+    /// Polls `condition` for up to 10 s.
+    static func waitFor(_ condition: () -> Bool) -> Bool {
+        for _ in 0..<100 { if condition() { return true }; Thread.sleep(forTimeInterval: 0.1) }
+        return false
+    }
 
     @Test func placesVerifiedFilesAtomicallyWithModes() throws {
         let big = Self.random(3_000_000)
@@ -234,22 +255,9 @@ import PrefetchCore
     @Test func theDaemonHoldsTheLockReloadsRunsNowAndStops() throws {
         let setup = try Setup(files: ["one.bin": Self.random(100), "two.bin": Self.random(200, seed: 2)])
         try setup.feed("resources:\n  - url: ORIGIN/one.bin\n")
-        let process = Process()
-        process.executableURL = BinaryRunner.executable
-        process.arguments = ["daemon", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"]
-        process.currentDirectoryURL = setup.dir.url
-        let log = setup.dir.url.appendingPathComponent("daemon.log")
-        try Data().write(to: log)
-        let handle = try FileHandle(forWritingTo: log)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
+        let (process, log) = try setup.startDaemon()
         defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
-        func waitFor(_ condition: () -> Bool) -> Bool {
-            for _ in 0..<100 { if condition() { return true }; Thread.sleep(forTimeInterval: 0.1) }
-            return false
-        }
-        #expect(waitFor { setup.cached("t/one.bin") != nil })
+        #expect(Self.waitFor { setup.cached("t/one.bin") != nil })
         // A run beside the daemon is refused with 75 and told about SIGUSR1.
         let beside = try setup.run()
         #expect(beside.status == 75 && beside.stderr.contains("SIGUSR1"))
@@ -258,7 +266,7 @@ import PrefetchCore
         kill(process.processIdentifier, SIGHUP)
         Thread.sleep(forTimeInterval: 0.5)
         kill(process.processIdentifier, SIGUSR1)
-        #expect(waitFor { setup.cached("t/two.bin") != nil })
+        #expect(Self.waitFor { setup.cached("t/two.bin") != nil })
         let stopAt = Date()
         process.terminate()
         process.waitUntilExit()
@@ -275,25 +283,14 @@ import PrefetchCore
         try FileManager.default.createDirectory(at: setup.dir.url.appendingPathComponent("cache/.prefetch"), withIntermediateDirectories: true)
         let lock = open(setup.dir.url.path + "/cache/.prefetch/lock", O_RDWR | O_CREAT, 0o644)
         #expect(flock(lock, LOCK_EX | LOCK_NB) == 0)
-        let process = Process()
-        process.executableURL = BinaryRunner.executable
-        process.arguments = ["daemon", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"]
-        process.currentDirectoryURL = setup.dir.url
-        let log = setup.dir.url.appendingPathComponent("daemon.log")
-        try Data().write(to: log)
-        let handle = try FileHandle(forWritingTo: log)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
+        let (process, log) = try setup.startDaemon()
         defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
         Thread.sleep(forTimeInterval: 1.0)
         #expect(process.isRunning, "the daemon gave up on a held lock")
         #expect(setup.cached("t/one.bin") == nil)
         #expect(try String(contentsOf: log, encoding: .utf8).contains("waiting for the cache lock"))
         close(lock)  // the other writer is done
-        var fetched = false
-        for _ in 0..<100 where !fetched { fetched = setup.cached("t/one.bin") != nil; if !fetched { Thread.sleep(forTimeInterval: 0.1) } }
-        #expect(fetched, "the daemon did not take the lock once it was free")
+        #expect(Self.waitFor { setup.cached("t/one.bin") != nil }, "the daemon did not take the lock once it was free")
         process.terminate()
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
@@ -304,20 +301,9 @@ import PrefetchCore
     @Test func sigtermStopsTheDaemonMidDownload() throws {
         let setup = try Setup(files: ["slow/big.bin": Self.random(4_000_000, seed: 900)])
         try setup.feed("resources:\n  - url: ORIGIN/slow/big.bin\n")
-        let process = Process()
-        process.executableURL = BinaryRunner.executable
-        process.arguments = ["daemon", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"]
-        process.currentDirectoryURL = setup.dir.url
-        let log = setup.dir.url.appendingPathComponent("daemon.log")
-        try Data().write(to: log)
-        let handle = try FileHandle(forWritingTo: log)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
+        let (process, log) = try setup.startDaemon()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
-        var started = false
-        for _ in 0..<100 where !started { started = !setup.partials.isEmpty; if !started { Thread.sleep(forTimeInterval: 0.1) } }
-        #expect(started, "no transfer started")
+        #expect(Self.waitFor { !setup.partials.isEmpty }, "no transfer started")
         Thread.sleep(forTimeInterval: 2.5)  // past the first 2-second sync, mid-download (4 MB at 512 KiB/s)
         let stopAt = Date()
         kill(process.processIdentifier, SIGTERM)

@@ -129,11 +129,6 @@ public final class CacheFolder {
         }
         return .failure(.cannotWrite("\(self.path)/\(feed)/\(path)", "the folder keeps disappearing"))
     }
-
-    /// True when `CACHE/<feed>/<path>` is a regular file (never following a symlink).
-    func hasFinal(feed: String, path: String) -> Bool {
-        FileSystem.isRegularFileNoFollow(self.path + "/" + feed + "/" + path)
-    }
 }
 
 /// Why the cache could not be used or written.

@@ -65,12 +65,6 @@ final class CurlEasy {
         _ = curl_easy_pause(handle, CURLPAUSE_CONT)
     }
 
-    var responseCode: Int {
-        var code = 0
-        _ = CShims_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &code)
-        return code
-    }
-
     var redirectURL: String? {
         var pointer: UnsafeMutablePointer<CChar>?
         guard CShims_easy_getinfo_string(handle, CURLINFO_REDIRECT_URL, &pointer) == CURLE_OK, let pointer else { return nil }
@@ -116,11 +110,6 @@ final class CurlMulti {
     func poll(milliseconds: Int) {
         var ready: Int32 = 0
         curl_multi_poll(handle, nil, 0, Int32(milliseconds), &ready)
-    }
-
-    /// Interrupts a `poll` from another thread (a signal handler's queue).
-    func wakeup() {
-        curl_multi_wakeup(handle)
     }
 
     /// Something other threads may call to end a `poll` early (curl_multi_wakeup is

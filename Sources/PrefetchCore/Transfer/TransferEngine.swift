@@ -396,7 +396,7 @@ final class TransferEngine {
             fail(transfer.job, TransferFailure(kind: .permanent, message: error.description, retryAfter: nil, discardPartial: true, httpStatus: nil),
                  transfer: nil)
         case .success(let folder):
-            placedFolders[folderKey(transfer.job.key)] = folder
+            placedFolders[ObjectIdentifier(folder)] = folder  // one descriptor per folder (`openFolders`)
             record { try state.recordValidated(transfer.job.key, urlHash: transfer.job.urlHash, validators: validators,
                                                length: bytes, sha256: sha256, placed: true, at: clock(),
                                                clearPartial: transfer.partialRecorded) }
@@ -411,12 +411,7 @@ final class TransferEngine {
 
     /// Folders that received files since the last commit, fsynced once each before it: the
     /// rename is durable before state says the file is there.
-    private var placedFolders: [String: FileDescriptor] = [:]
-
-    private func folderKey(_ key: ResourceKey) -> String {
-        guard let slash = key.path.lastIndex(of: "/") else { return key.feed }
-        return key.feed + "/" + key.path[..<slash]
-    }
+    private var placedFolders: [ObjectIdentifier: FileDescriptor] = [:]
 
     private func syncPlacedFolders() {
         for folder in placedFolders.values { _ = folder.sync() }
