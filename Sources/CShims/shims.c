@@ -1,4 +1,5 @@
 #define _GNU_SOURCE
+#include <malloc.h>
 #include "CShims.h"
 
 #include <fcntl.h>
@@ -62,4 +63,8 @@ long CShims_filesystem_type(int fd) {
 
 int CShims_start_writeback(int fd, long long offset, long long length) {
     return sync_file_range(fd, (off_t)offset, (off_t)length, SYNC_FILE_RANGE_WRITE);
+}
+
+int CShims_malloc_thresholds(int mmap_threshold, int trim_threshold) {
+    return mallopt(M_MMAP_THRESHOLD, mmap_threshold) && mallopt(M_TRIM_THRESHOLD, trim_threshold);
 }

@@ -34,4 +34,8 @@ long CShims_filesystem_type(int fd);
  * SYNC_FILE_RANGE_WRITE), so a later fsync has little left to do. 0 or -1 (errno). */
 int CShims_start_writeback(int fd, long long offset, long long length);
 
+/* glibc's mallopt(M_MMAP_THRESHOLD) and mallopt(M_TRIM_THRESHOLD): <malloc.h> is not in
+ * Swift's Glibc module. 1 on success. */
+int CShims_malloc_thresholds(int mmap_threshold, int trim_threshold);
+
 #endif

@@ -162,8 +162,10 @@ final class TransferEngine {
         var head = 0
         while true {
             let retries = takeRetries()
-            queue += retries
-            taken += [Bool](repeating: false, count: retries.count)
+            if !retries.isEmpty {  // appending nothing would still copy the whole queue once
+                queue += retries
+                taken += [Bool](repeating: false, count: retries.count)
+            }
             if stopRequested() || summary.diskFull {
                 let reason = summary.diskFull ? "disk full" : "stopped"
                 for transfer in Array(active.values) { pause(transfer, reason: reason) }
