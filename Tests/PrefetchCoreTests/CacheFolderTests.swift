@@ -97,20 +97,34 @@ import Testing
         syncer.shutDown()
     }
 
-    /// The hashing thread sees every byte once, in order, however the chunks are cut (chunks
-    /// larger than its 512 KiB buffers are split; at most 48 buffers wait).
-    @Test func backgroundHashingMatchesOneShot() {
+    /// A resumed body: the bytes already in the partial are hashed only; the rest is
+    /// gathered into 512 KiB buffers, each written at its place, then hashed. However the
+    /// chunks are cut, the file gets every byte once and the digest matches a one-shot one;
+    /// `pending` holds only what waits for the next full buffer, and `flush` writes it.
+    @Test func backgroundHashingWritesAndHashesEveryByteOnce() throws {
         let bytes = (0..<9_000_001).map { UInt8(truncatingIfNeeded: ($0 &* 2_654_435_761) >> 11) }
+        let path = NSTemporaryDirectory() + "prefetch-hasher-\(getpid()).part"
+        defer { unlink(path) }
+        let file = try FileDescriptor.open(path, flags: O_RDWR | O_CREAT | O_TRUNC).get()
+        let resumeAt = 1_000_003
+        _ = bytes[0..<resumeAt].withUnsafeBytes { file.write($0) }  // already on disk
         let hasher = BackgroundHasher()
-        let sizes = [1, 524_288, 524_289, 3_000_000, 7, 1_048_576]
-        var offset = 0, turn = 0
+        bytes[0..<resumeAt].withUnsafeBytes { hasher.hashOnly($0) }
+        let sizes = [1, 16_384, 524_288, 524_289, 3_000_000, 7, 16_384, 1_048_576]
+        var offset = resumeAt, turn = 0
         while offset < bytes.count {
             let end = min(bytes.count, offset + sizes[turn % sizes.count])
-            bytes[offset..<end].withUnsafeBytes { hasher.update($0) }
+            let error = bytes[offset..<end].withUnsafeBytes { hasher.append($0, to: file, at: UInt64(offset)) }
+            #expect(error == nil)
             offset = end
             turn += 1
+            #expect(hasher.pending < BufferPool.bufferSize)
         }
+        #expect(hasher.pending == (bytes.count - resumeAt) % BufferPool.bufferSize)
+        #expect(hasher.flush() == nil)
+        #expect(hasher.pending == 0)
         #expect(SHA256.hex(hasher.finish()) == SHA256.hex(SHA256.digest(bytes)))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(bytes))
     }
 
     /// `max_rate`'s bucket: starts with a quarter second's worth, refills at the rate up to

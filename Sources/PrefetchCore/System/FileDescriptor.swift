@@ -32,6 +32,18 @@ public final class FileDescriptor {
         return .success(())
     }
 
+    /// Writes all of `bytes` at `position` (`pwrite`; the file offset does not move).
+    public func write(_ bytes: UnsafeRawBufferPointer, at position: UInt64) -> Result<Void, Errno> {
+        var done = 0
+        while done < bytes.count {
+            switch FileSystem.retryingEINTR({ pwrite(raw, bytes.baseAddress! + done, bytes.count - done, off_t(position) + off_t(done)) }) {
+            case .success(let n): done += n
+            case .failure(let error): return .failure(error)
+            }
+        }
+        return .success(())
+    }
+
     /// Reads up to `count` bytes into `buffer`; 0 at the end of the file.
     public func read(into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, Errno> {
         FileSystem.retryingEINTR { Glibc.read(raw, buffer.baseAddress, buffer.count) }

@@ -1,18 +1,24 @@
 import Foundation
 
-/// SHA-256 on a serial queue of its own, so hashing a large body overlaps receiving and
-/// writing it. Each chunk is copied into one of a few reused buffers (no allocation, no
-/// fresh pages per chunk); when all are in flight, `update` waits for the hasher, which
-/// bounds the memory a fast network can pile up in front of a slow CPU. `finish` waits
-/// for the queue.
+/// The body of a transfer that checks a `sha256`: gathered into large buffers, each
+/// written to the partial when full and then hashed on a serial queue of its own, so
+/// hashing a large body overlaps receiving it.
+///
+/// libcurl hands the body over 16 KiB at a time; gathering it into 512 KiB buffers turns
+/// 32 writes and 32 hand-offs to the hashing queue into one of each. Buffers come from a
+/// shared pool and go back once hashed; when every buffer is in flight, the next full one
+/// waits, which bounds the memory a fast network can pile up in front of a slow CPU.
+/// Bytes still in the current buffer are not in the file yet (`pending`): `flush` writes
+/// them, before any fsync that records the partial's length and before verification.
 final class BackgroundHasher: @unchecked Sendable {
     private let queue = DispatchQueue(label: "prefetch.sha256")
     private let hasher = SHA256()  // touched only on `queue`
-    private static let bufferSize = 512 * 1024
-    private static let maxBuffers = 48  // at most 24 MiB waiting to be hashed
-    private let condition = NSCondition()
-    private var free: [UnsafeMutableRawPointer] = []
-    private var allocated = 0
+
+    // The buffer being filled, and where its first byte goes in the file (engine's thread).
+    private var current: UnsafeMutableRawPointer?
+    private var filled = 0
+    private var position: UInt64 = 0
+    private var file: FileDescriptor?
 
     /// A buffer handed to the queue: owned by the block until it gives the buffer back.
     private struct Chunk: @unchecked Sendable {
@@ -20,31 +26,117 @@ final class BackgroundHasher: @unchecked Sendable {
         let count: Int
     }
 
-    func update(_ bytes: UnsafeRawBufferPointer) {
+    init() {
+        BufferPool.shared.join()
+    }
+
+    deinit {
+        // Every queued block holds `self`, so all its buffers are back by now.
+        if let current { BufferPool.shared.giveBack(current) }
+        BufferPool.shared.leave()
+    }
+
+    /// Bytes received but not written to the file yet.
+    var pending: Int { filled }
+
+    /// Hashes bytes already in the partial (resuming): nothing is written.
+    func hashOnly(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress else { return }
-        var offset = 0
-        while offset < bytes.count {
-            let count = min(Self.bufferSize, bytes.count - offset)
-            let chunk = Chunk(pointer: takeBuffer(), count: count)
-            chunk.pointer.copyMemory(from: base + offset, byteCount: count)
-            queue.async { [self] in
-                hasher.update(UnsafeRawBufferPointer(start: chunk.pointer, count: chunk.count))
-                giveBack(chunk.pointer)
-            }
-            offset += count
+        var done = 0
+        while done < bytes.count {
+            let count = min(BufferPool.bufferSize, bytes.count - done)
+            let pointer = BufferPool.shared.take()
+            pointer.copyMemory(from: base + done, byteCount: count)
+            dispatch(Chunk(pointer: pointer, count: count))
+            done += count
         }
     }
 
+    /// Takes body bytes that belong at `offset` of `file`. A full buffer is written, then
+    /// queued for hashing; the error of a failed write is returned (nothing is lost from
+    /// the count: `pending` still holds those bytes).
+    func append(_ bytes: UnsafeRawBufferPointer, to file: FileDescriptor, at offset: UInt64) -> Errno? {
+        guard let base = bytes.baseAddress else { return nil }
+        var done = 0
+        while done < bytes.count {
+            if current == nil {
+                current = BufferPool.shared.take(beyondLimit: filled == 0 && self.file == nil)
+                filled = 0
+                position = offset + UInt64(done)
+                self.file = file
+            }
+            let count = min(BufferPool.bufferSize - filled, bytes.count - done)
+            (current! + filled).copyMemory(from: base + done, byteCount: count)
+            filled += count
+            done += count
+            if filled == BufferPool.bufferSize, let error = flush() { return error }
+        }
+        return nil
+    }
+
+    /// Writes what the current buffer holds and queues it for hashing.
+    func flush() -> Errno? {
+        guard let buffer = current, filled > 0, let file else { return nil }
+        if case .failure(let error) = file.write(UnsafeRawBufferPointer(start: buffer, count: filled), at: position) {
+            return error
+        }
+        dispatch(Chunk(pointer: buffer, count: filled))
+        position += UInt64(filled)
+        current = nil
+        filled = 0
+        return nil
+    }
+
+    private func dispatch(_ chunk: Chunk) {
+        queue.async { [self] in
+            hasher.update(UnsafeRawBufferPointer(start: chunk.pointer, count: chunk.count))
+            BufferPool.shared.giveBack(chunk.pointer)
+        }
+    }
+
+    /// The digest of everything hashed: call after the last `flush`.
     func finish() -> [UInt8] {
         queue.sync { hasher.finish() }
     }
+}
 
-    private func takeBuffer() -> UnsafeMutableRawPointer {
+/// The buffers bodies are gathered and hashed in, shared by every transfer that hashes: at
+/// most `maxBuffers` × `bufferSize` (24 MiB) in flight however many transfers run, plus
+/// one per transfer that starts receiving when none is free (a new transfer never waits for
+/// buffers that only other transfers' progress would free). They are reused while any
+/// hasher exists and freed when the last one goes (a daemon keeps none between passes).
+final class BufferPool: @unchecked Sendable {
+    static let shared = BufferPool()
+    static let bufferSize = 512 * 1024
+    private static let maxBuffers = 48
+    private let condition = NSCondition()
+    private var free: [UnsafeMutableRawPointer] = []
+    private var allocated = 0
+    private var users = 0
+
+    func join() {
+        condition.lock()
+        users += 1
+        condition.unlock()
+    }
+
+    func leave() {
+        condition.lock()
+        users -= 1
+        if users == 0, free.count == allocated {
+            for buffer in free { buffer.deallocate() }
+            free = []
+            allocated = 0
+        }
+        condition.unlock()
+    }
+
+    func take(beyondLimit: Bool = false) -> UnsafeMutableRawPointer {
         condition.lock()
         defer { condition.unlock() }
         while true {
             if let buffer = free.popLast() { return buffer }
-            if allocated < Self.maxBuffers {
+            if allocated < Self.maxBuffers || beyondLimit {
                 allocated += 1
                 return UnsafeMutableRawPointer.allocate(byteCount: Self.bufferSize, alignment: 64)
             }
@@ -52,15 +144,15 @@ final class BackgroundHasher: @unchecked Sendable {
         }
     }
 
-    private func giveBack(_ buffer: UnsafeMutableRawPointer) {
+    func giveBack(_ buffer: UnsafeMutableRawPointer) {
         condition.lock()
-        free.append(buffer)
-        condition.signal()
+        if allocated > Self.maxBuffers {
+            buffer.deallocate()
+            allocated -= 1
+        } else {
+            free.append(buffer)
+            condition.signal()
+        }
         condition.unlock()
-    }
-
-    deinit {
-        // Every queued block holds `self`, so all buffers are back by now.
-        for buffer in free { buffer.deallocate() }
     }
 }

@@ -187,7 +187,7 @@ final class Transfer {
             let want = Int(min(UInt64(buffer.count), remaining))
             let got = buffer.withUnsafeMutableBytes { file.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want])) }
             guard case .success(let n) = got, n > 0 else { return false }
-            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            buffer.withUnsafeBytes { hasher.hashOnly(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             remaining -= UInt64(n)
         }
         return true
@@ -347,23 +347,42 @@ final class Transfer {
             return 0
         }
         guard let file else { return 0 }  // not opened: `callbackFailure` says why
-        switch file.write(bytes) {
-        case .success:
-            hasher?.update(bytes)
-            offset += UInt64(bytes.count)
-            received += UInt64(bytes.count)
-            if startWriteback, offset >= writebackFrom + Self.writebackStep {
-                _ = CShims_start_writeback(file.raw, Int64(writebackFrom), Int64(offset - writebackFrom))
-                writebackFrom = offset
+        if let hasher {
+            // Gathered, written a buffer at a time, then hashed off this thread (BackgroundHasher).
+            if let error = hasher.append(bytes, to: file, at: offset) {
+                callbackFailure = Self.writeFailure(error, status: status)
+                return 0
             }
-            return bytes.count
-        case .failure(let error):
-            let full = error.code == ENOSPC || error.code == EDQUOT
-            callbackFailure = TransferFailure(kind: full ? .diskFull : .transient,
-                                              message: full ? "disk full" : "cannot write the partial: \(error)",
-                                              retryAfter: nil, discardPartial: false, httpStatus: status)
+        } else if case .failure(let error) = file.write(bytes) {
+            callbackFailure = Self.writeFailure(error, status: status)
             return 0
         }
+        offset += UInt64(bytes.count)
+        received += UInt64(bytes.count)
+        let written = writtenOffset
+        if startWriteback, written >= writebackFrom + Self.writebackStep {
+            _ = CShims_start_writeback(file.raw, Int64(writebackFrom), Int64(written - writebackFrom))
+            writebackFrom = written
+        }
+        return bytes.count
+    }
+
+    private static func writeFailure(_ error: Errno, status: Int?) -> TransferFailure {
+        let full = error.code == ENOSPC || error.code == EDQUOT
+        return TransferFailure(kind: full ? .diskFull : .transient, message: full ? "disk full" : "cannot write the partial: \(error)",
+                               retryAfter: nil, discardPartial: false, httpStatus: status)
+    }
+
+    /// Bytes of the partial that reached the file (when hashing, the last few may still be
+    /// gathering in the hasher's buffer): what an fsync now makes durable.
+    var writtenOffset: UInt64 {
+        offset - UInt64(hasher?.pending ?? 0)
+    }
+
+    /// Writes what is gathered, then `writtenOffset` (less, when that write fails).
+    func settledOffset() -> UInt64 {
+        _ = hasher?.flush()
+        return writtenOffset
     }
 
     /// FAULTS 5, 6: a 200 to a ranged request restarts the file from zero (never appends);
@@ -507,6 +526,7 @@ final class Transfer {
 
     /// Length against Content-Length/Content-Range and `size`, then `sha256` (FAULTS 12–14).
     private func verify() -> TransferOutcome {
+        if let error = hasher?.flush() { return .failed(Self.writeFailure(error, status: status)) }
         if let total = expectedTotal, offset != total {
             return .failed(TransferFailure(kind: .transient, message: "got \(offset) of \(total) bytes", retryAfter: nil,
                                            discardPartial: offset > total, httpStatus: status))

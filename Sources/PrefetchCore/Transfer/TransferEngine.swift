@@ -509,17 +509,18 @@ final class TransferEngine {
     /// recorded when it is durable (`handleSynced`).
     private func syncInBackground(_ transfer: Transfer) {
         guard !syncsInline else { return sync(transfer) }
-        guard let file = transfer.file, transfer.offset > transfer.syncedOffset,
+        let written = transfer.writtenOffset  // bytes still queued for writing are not in this fsync
+        guard let file = transfer.file, written > transfer.syncedOffset,
               !awaitingPartialSync.values.contains(where: { $0.transfer === transfer }) else { return }
-        awaitingPartialSync[submitSync(file)] = (transfer, transfer.offset, transfer.partialValidators, transfer.expectedTotal)
+        awaitingPartialSync[submitSync(file)] = (transfer, written, transfer.partialValidators, transfer.expectedTotal)
     }
 
     /// fsync the partial, then record the offset: a crash never trusts unsynced bytes (FAULTS 2).
     private func sync(_ transfer: Transfer) {
-        guard transfer.offset != transfer.syncedOffset || transfer.offset == 0 else { return }
-        guard transfer.offset > 0 else { return }
+        let written = transfer.settledOffset()  // after the hasher's queued writes
+        guard written > 0, written != transfer.syncedOffset else { return }
         guard let file = transfer.file, case .success = file.sync() else { return }
-        transfer.syncedOffset = transfer.offset
+        transfer.syncedOffset = written
         transfer.partialRecorded = true
         record { try state.recordPartial(transfer.job.key, PartialState(
             urlHash: transfer.job.urlHash, validators: transfer.partialValidators, totalLength: transfer.expectedTotal,
