@@ -520,6 +520,32 @@ import PrefetchCore
         #expect(plan.stdout.contains(#""path":"missing.bin","url":""#) && plan.stdout.contains(#""state":"failed","reason":"permanent error""#))
     }
 
+    /// A release is finished when nothing of it is left due, waiting or in backoff: at once
+    /// when every transfer succeeded (the run's shortcut), also with a permanent failure (it
+    /// waits for the next release), but not while a retry is pending.
+    @Test func aReleaseIsFinishedOnlyWhenNothingIsLeftToDo() throws {
+        func finished(_ setup: Setup) throws -> Int64? {
+            let state = try #require(try StateStore.openReadOnly(setup.dir.url.path + "/cache/.prefetch/state.db")?.snapshot())
+            #expect(state.feeds["t"]?.lastRelease != nil)
+            return state.feeds["t"]?.lastReleaseFinished
+        }
+        let allPlaced = try Setup(files: ["ok.bin": Self.random(10)])
+        try allPlaced.feed("resources:\n  - url: ORIGIN/ok.bin\n")
+        #expect(try allPlaced.run().status == 0)
+        #expect(try finished(allPlaced) != nil)
+
+        let permanent = try Setup(files: ["ok.bin": Self.random(10)])
+        try permanent.feed("resources:\n  - url: ORIGIN/ok.bin\n  - url: ORIGIN/missing.bin\n")
+        #expect(try permanent.run().status == 1)
+        #expect(try finished(permanent) != nil)
+
+        let retrying = try Setup(files: ["ok.bin": Self.random(10)])
+        try retrying.feed("resources:\n  - url: ORIGIN/ok.bin\n  - url: ORIGIN/ok.bin\n    path: short.bin\n    size: 5\n")
+        #expect(try retrying.run().status == 1)
+        #expect(try finished(retrying) == nil)
+        #expect(try retrying.run(["plan", "--json"]).stdout.contains(#""state":"backoff""#))
+    }
+
     @Test func aSymlinkInTheCacheIsNeverFollowed() throws {
         let setup = try Setup(files: ["x.bin": Self.random(10)])
         try setup.feed("resources:\n  - url: ORIGIN/x.bin\n    path: sub/x.bin\n")

@@ -39,13 +39,13 @@ struct NodeReader {
 
     /// A mapping's entries by key. Reports a non-mapping, duplicate keys, non-scalar keys and
     /// keys outside `allowed` (with a "did you mean" hint).
-    mutating func mapping(_ node: YAMLNode, allowed: [String], what: String) -> [String: (key: YAMLNode, value: YAMLNode)]? {
+    mutating func mapping(_ node: YAMLNode, allowed: [String], what: String) -> Entries? {
         guard case .mapping(let pairs) = node.content else {
             error("\(what) must be a mapping of keys to values, found \(node.kindDescription)", at: node.location)
             return nil
         }
-        var entries: [String: (key: YAMLNode, value: YAMLNode)] = [:]
-        entries.reserveCapacity(pairs.count)
+        var entries = Entries()
+        entries.pairs.reserveCapacity(pairs.count)
         for pair in pairs {
             guard let key = pair.key.scalar else {
                 error("a key must be a plain word, found \(pair.key.kindDescription)", at: pair.key.location)
@@ -61,9 +61,19 @@ struct NodeReader {
                 error(message, at: pair.key.location)
                 continue
             }
-            entries[key] = pair
+            entries.pairs.append((key, pair))
         }
         return entries
+    }
+
+    /// A mapping's entries by key: a handful at most, found by a linear search (cheaper than
+    /// hashing for a manifest's many small mappings).
+    struct Entries {
+        var pairs: [(name: String, pair: (key: YAMLNode, value: YAMLNode))] = []
+
+        subscript(_ name: String) -> (key: YAMLNode, value: YAMLNode)? {
+            pairs.first { $0.name == name }?.pair
+        }
     }
 
     /// A scalar's text; reports null, lists and mappings.

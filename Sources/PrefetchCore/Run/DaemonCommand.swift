@@ -59,7 +59,7 @@ enum DaemonCommand {
             }
             _ = signals.take(SIGUSR1)
             let pass = RunPass(feeds: feeds, allFeeds: feeds, config: config, cache: cache, state: state, environment: context.environment,
-                               assumptions: Assumptions(), console: console)
+                               assumptions: Assumptions(), console: console, wantsNextWakeup: true)
             let outcome = pass.execute(reporter: reporter, stopRequested: { signals.received != nil })
             let now = clock()
             let wake = min(max(outcome.nextWakeup ?? now + recheckSeconds, now + 1), now + recheckSeconds)

@@ -13,6 +13,9 @@ struct RunPass {
     let environment: [String: String]
     let assumptions: Assumptions
     let console: Console
+    /// `daemon` needs the plan after the pass to know when to wake; `run` only needs it to
+    /// tell which releases are finished, which it can often tell without it.
+    var wantsNextWakeup = false
 
     /// How a pass ended, and when there is next something to do.
     struct Outcome {
@@ -105,7 +108,18 @@ struct RunPass {
 
         // Releases with nothing left to do are finished; then the clean-up of `gc`.
         var nextWakeup: Int64?
-        if let (after, snapshotAfter, _) = makePlan() {
+        let settled: Set<ResourceStatus> = [.due, .fresh, .expired, .failed]
+        if !wantsNextWakeup, !stopRequested(), !summary.diskFull, summary.failed == 0, summary.paused == 0,
+           summary.placed + summary.fresh == jobs.count,
+           plan.feeds.allSatisfy({ $0.items.allSatisfy { settled.contains($0.status) } }) {
+            // Every due transfer ended placed or fresh and nothing else was pending: a plan
+            // now would find nothing due, waiting or in backoff, so every release is finished
+            // (without reading every resource's state and the cache again).
+            let feedStates = (try? state.feedStates()) ?? [:]
+            for feedPlan in plan.feeds where feedStates[feedPlan.name]?.lastReleaseFinished == nil && feedStates[feedPlan.name]?.lastRelease != nil {
+                try? state.recordReleaseFinished(feed: feedPlan.name, at: clock())
+            }
+        } else if let (after, snapshotAfter, _) = makePlan() {
             nextWakeup = Self.nextWakeup(after, recheck: DaemonCommand.recheckSeconds)
             for feedPlan in after.feeds where !feedPlan.items.contains(where: { [.due, .waiting, .backoff].contains($0.status) }) {
                 if snapshotAfter.feeds[feedPlan.name]?.lastReleaseFinished == nil, snapshotAfter.feeds[feedPlan.name]?.lastRelease != nil {

@@ -135,13 +135,20 @@ public final class StateStore {
 
     private var lastSnapshot: (stamp: (Int64, Int64), snapshot: StateSnapshot)?
 
-    private func readSnapshot() throws(SQLiteError) -> StateSnapshot {
-        var snapshot = StateSnapshot()
+    /// Each feed's releases and last outcome (the `feeds` part of a snapshot, read alone).
+    public func feedStates() throws(SQLiteError) -> [String: FeedState] {
+        var states: [String: FeedState] = [:]
         let feeds = try db.prepare("SELECT feed, last_release, last_release_finished, last_success, last_error FROM feeds")
         while try feeds.step() {
-            snapshot.feeds[feeds.text(0) ?? ""] = FeedState(lastRelease: feeds.int(1), lastReleaseFinished: feeds.int(2),
-                                                           lastSuccess: feeds.int(3), lastError: feeds.text(4))
+            states[feeds.text(0) ?? ""] = FeedState(lastRelease: feeds.int(1), lastReleaseFinished: feeds.int(2),
+                                                   lastSuccess: feeds.int(3), lastError: feeds.text(4))
         }
+        return states
+    }
+
+    private func readSnapshot() throws(SQLiteError) -> StateSnapshot {
+        var snapshot = StateSnapshot()
+        snapshot.feeds = try feedStates()
         let resources = try db.prepare("""
             SELECT feed, path, url_hash, etag, last_modified, length, sha256, placed_at, validated_at,
                    last_success, last_error, failures, failure_release, permanent, next_retry FROM resources

@@ -3,6 +3,7 @@ public enum RelativePath {
     /// Nil when `path` is safe to join under `CACHE/<feed>/`, else why not
     /// (with the character offset of the offending part).
     public static func problem(_ path: String) -> ValueError? {
+        if isPlainASCII(path) { return nil }
         if path.isEmpty { return ValueError("a path cannot be empty") }
         if path.hasPrefix("/") { return ValueError("a path must be relative to the feed's folder, not absolute") }
         if path.utf8.count > 4000 { return ValueError("a path has at most 4000 bytes") }
@@ -24,5 +25,27 @@ public enum RelativePath {
             }
         }
         return nil
+    }
+
+    /// The common case, checked on bytes: printable ASCII, relative, no empty, '.' or '..'
+    /// segment, no segment over 255 bytes. Anything else goes through the full check,
+    /// which says what is wrong and where.
+    private static func isPlainASCII(_ path: String) -> Bool {
+        path.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            guard !bytes.isEmpty, bytes.count <= 4000, bytes[0] != 0x2F else { return false }
+            var segmentStart = 0
+            for index in 0...bytes.count {
+                let byte: UInt8 = index < bytes.count ? bytes[index] : 0x2F
+                if byte == 0x2F {  // '/' or the end
+                    let length = index - segmentStart
+                    if length == 0 || length > 255 { return false }
+                    if bytes[segmentStart] == 0x2E && (length == 1 || (length == 2 && bytes[segmentStart + 1] == 0x2E)) { return false }
+                    segmentStart = index + 1
+                } else if byte < 0x20 || byte >= 0x7F {
+                    return false
+                }
+            }
+            return true
+        } ?? false
     }
 }
