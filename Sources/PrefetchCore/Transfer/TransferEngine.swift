@@ -69,7 +69,9 @@ final class TransferEngine {
 
     // MARK: fsync off the loop
 
-    /// On tmpfs fsync costs nothing and is done in place; elsewhere it goes to `syncer`.
+    /// On tmpfs and ramfs fsync does nothing: files are placed at once (a partial kept for
+    /// resume is still fsynced, in place, before its offset is recorded); elsewhere fsync
+    /// goes to `syncer`.
     private let syncsInline: Bool
     private let syncer: Syncer
     private var nextSyncID = 0
@@ -380,7 +382,8 @@ final class TransferEngine {
             return
         }
         if syncsInline {
-            place(transfer, bytes: bytes, validators: validators, sha256: sha256, synced: file.sync())
+            // tmpfs and ramfs keep no other copy to flush: their fsync does nothing, so it is not called.
+            place(transfer, bytes: bytes, validators: validators, sha256: sha256, synced: .success(()))
         } else {
             awaitingPlacement[submitSync(file)] = (transfer, bytes, validators, sha256)
         }
@@ -416,7 +419,7 @@ final class TransferEngine {
     private var placedFolders: [ObjectIdentifier: FileDescriptor] = [:]
 
     private func syncPlacedFolders() {
-        for folder in placedFolders.values { _ = folder.sync() }
+        if !syncsInline { for folder in placedFolders.values { _ = folder.sync() } }
         placedFolders = [:]
     }
 
