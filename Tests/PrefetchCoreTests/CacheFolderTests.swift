@@ -108,7 +108,7 @@ import Testing
         let file = try FileDescriptor.open(path, flags: O_RDWR | O_CREAT | O_TRUNC).get()
         let resumeAt = 1_000_003
         _ = bytes[0..<resumeAt].withUnsafeBytes { file.write($0) }  // already on disk
-        let hasher = BackgroundHasher()
+        let hasher = BodyWriter()
         bytes[0..<resumeAt].withUnsafeBytes { hasher.hashOnly($0) }
         let sizes = [1, 16_384, 524_288, 524_289, 3_000_000, 7, 16_384, 1_048_576]
         var offset = resumeAt, turn = 0
@@ -124,6 +124,25 @@ import Testing
         #expect(hasher.flush() == nil)
         #expect(hasher.pending == 0)
         #expect(SHA256.hex(hasher.finish()) == SHA256.hex(SHA256.digest(bytes)))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(bytes))
+    }
+
+    /// Without a `sha256` a large body is gathered the same way, in one reused buffer:
+    /// every byte lands once, at its place, and nothing is left pending after `flush`.
+    @Test func unhashedBodiesAreGatheredIntoFewWrites() throws {
+        let bytes = (0..<2_500_000).map { UInt8(truncatingIfNeeded: ($0 &* 40_503) >> 7) }
+        let path = NSTemporaryDirectory() + "prefetch-gather-\(getpid()).part"
+        defer { unlink(path) }
+        let file = try FileDescriptor.open(path, flags: O_RDWR | O_CREAT | O_TRUNC).get()
+        let body = BodyWriter(hashing: false)
+        var offset = 0
+        while offset < bytes.count {
+            let end = min(bytes.count, offset + 16_384)
+            #expect(bytes[offset..<end].withUnsafeBytes { body.append($0, to: file, at: UInt64(offset)) } == nil)
+            offset = end
+        }
+        #expect(body.pending == bytes.count % BufferPool.bufferSize)
+        #expect(body.flush() == nil && body.pending == 0)
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(bytes))
     }
 

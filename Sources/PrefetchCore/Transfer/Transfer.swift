@@ -66,7 +66,12 @@ final class Transfer {
     private(set) var file: FileDescriptor?
     /// Creates the partial afresh (empty) when a new body begins.
     private let createFile: () -> Result<FileDescriptor, Errno>
-    private var hasher: BackgroundHasher?
+    /// Gathers a large or hashed body into big writes (and hashes it); nil while the body
+    /// is written as it comes (small files, and before a body begins).
+    private var body: BodyWriter?
+    /// Bodies at least this long (or of unknown length) are gathered; smaller ones arrive in
+    /// a callback or two and are written at once.
+    private static let gatherFrom: UInt64 = 1 << 20
     /// The feed's `max_rate` bucket, shared with its other transfers.
     private let limiter: RateLimiter?
     /// Paused by the write callback until the bucket refills (the engine resumes it).
@@ -179,8 +184,8 @@ final class Transfer {
     private func primeHash(upTo length: UInt64) -> Bool {
         guard let file, case .success = file.truncate(to: length), case .success = file.seek(to: 0) else { return false }
         guard hashing else { return file.seek(to: length).isSuccess }
-        let hasher = BackgroundHasher()
-        self.hasher = hasher
+        let hasher = BodyWriter()
+        self.body = hasher
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         var remaining = length
         while remaining > 0 {
@@ -198,7 +203,7 @@ final class Transfer {
             _ = file.truncate(to: 0)
             _ = file.seek(to: 0)
         }
-        hasher = nil
+        body = nil
         writebackFrom = 0
         offset = 0
         requestedFrom = 0
@@ -347,9 +352,9 @@ final class Transfer {
             return 0
         }
         guard let file else { return 0 }  // not opened: `callbackFailure` says why
-        if let hasher {
-            // Gathered, written a buffer at a time, then hashed off this thread (BackgroundHasher).
-            if let error = hasher.append(bytes, to: file, at: offset) {
+        if let body {
+            // Gathered and written a buffer at a time (and hashed off this thread): BodyWriter.
+            if let error = body.append(bytes, to: file, at: offset) {
                 callbackFailure = Self.writeFailure(error, status: status)
                 return 0
             }
@@ -374,14 +379,14 @@ final class Transfer {
     }
 
     /// Bytes of the partial that reached the file (when hashing, the last few may still be
-    /// gathering in the hasher's buffer): what an fsync now makes durable.
+    /// gathering in `body`'s buffer): what an fsync now makes durable.
     var writtenOffset: UInt64 {
-        offset - UInt64(hasher?.pending ?? 0)
+        offset - UInt64(body?.pending ?? 0)
     }
 
     /// Writes what is gathered, then `writtenOffset` (less, when that write fails).
     func settledOffset() -> UInt64 {
-        _ = hasher?.flush()
+        _ = body?.flush()
         return writtenOffset
     }
 
@@ -401,7 +406,9 @@ final class Transfer {
             expectedTotal = headers["content-length"].flatMap { UInt64($0) }
         }
         if file == nil, !openFile() { return }
-        if hashing, hasher == nil { hasher = BackgroundHasher() }
+        if body == nil, hashing || expectedTotal.map({ $0 > offset ? $0 - offset : 0 }) ?? .max >= Self.gatherFrom {
+            body = BodyWriter(hashing: hashing)
+        }
         // A new version starts: its validators belong to the partial (SPEC §5).
         if status != 206 || partialValidators == Validators() {
             partialValidators = Validators(etag: headers["etag"], lastModified: headers["last-modified"])
@@ -526,7 +533,7 @@ final class Transfer {
 
     /// Length against Content-Length/Content-Range and `size`, then `sha256` (FAULTS 12–14).
     private func verify() -> TransferOutcome {
-        if let error = hasher?.flush() { return .failed(Self.writeFailure(error, status: status)) }
+        if let error = body?.flush() { return .failed(Self.writeFailure(error, status: status)) }
         if let total = expectedTotal, offset != total {
             return .failed(TransferFailure(kind: .transient, message: "got \(offset) of \(total) bytes", retryAfter: nil,
                                            discardPartial: offset > total, httpStatus: status))
@@ -536,8 +543,8 @@ final class Transfer {
                                            retryAfter: nil, discardPartial: true, httpStatus: status))
         }
         guard hashing else { return .complete(bytes: offset, validators: partialValidators, sha256: nil) }
-        let digest = SHA256.hex(hasher.map { $0.finish() } ?? SHA256().finish())
-        hasher = nil
+        let digest = SHA256.hex(body.map { $0.finish() } ?? SHA256().finish())
+        body = nil
         if let expected = job.resource.sha256, digest != expected {
             return .failed(TransferFailure(kind: .mismatch, message: "sha256 mismatch: got \(digest.prefix(12))…, expected \(expected.prefix(12))…",
                                            retryAfter: nil, discardPartial: true, httpStatus: status))

@@ -520,7 +520,7 @@ final class TransferEngine {
 
     /// fsync the partial, then record the offset: a crash never trusts unsynced bytes (FAULTS 2).
     private func sync(_ transfer: Transfer) {
-        let written = transfer.settledOffset()  // after the hasher's queued writes
+        let written = transfer.settledOffset()  // after what is still gathering is written
         guard written > 0, written != transfer.syncedOffset else { return }
         guard let file = transfer.file, case .success = file.sync() else { return }
         transfer.syncedOffset = written

@@ -1,16 +1,19 @@
 import Foundation
 
-/// The body of a transfer that checks a `sha256`: gathered into large buffers, each
-/// written to the partial when full and then hashed on a serial queue of its own, so
-/// hashing a large body overlaps receiving it.
+/// A large body on its way into the partial: gathered into 512 KiB buffers, each written
+/// when full; with `hashing`, each written buffer is then hashed on a serial queue of its
+/// own, so hashing overlaps receiving.
 ///
-/// libcurl hands the body over 16 KiB at a time; gathering it into 512 KiB buffers turns
-/// 32 writes and 32 hand-offs to the hashing queue into one of each. Buffers come from a
-/// shared pool and go back once hashed; when every buffer is in flight, the next full one
-/// waits, which bounds the memory a fast network can pile up in front of a slow CPU.
-/// Bytes still in the current buffer are not in the file yet (`pending`): `flush` writes
-/// them, before any fsync that records the partial's length and before verification.
-final class BackgroundHasher: @unchecked Sendable {
+/// libcurl hands the body over 16 KiB at a time; gathering it turns 32 writes (and 32
+/// hand-offs to the hashing queue) into one of each. Buffers come from a shared pool and go
+/// back once hashed; when every buffer is in flight, the next full one waits, which bounds
+/// the memory a fast network can pile up in front of a slow CPU. Without hashing one buffer
+/// is reused. Bytes still in the current buffer are not in the file yet (`pending`):
+/// `flush` writes them, before any fsync that records the partial's length and before
+/// verification.
+final class BodyWriter: @unchecked Sendable {
+    /// Whether written buffers are hashed (a `sha256` to check).
+    let hashing: Bool
     private let queue = DispatchQueue(label: "prefetch.sha256")
     private let hasher = SHA256()  // touched only on `queue`
 
@@ -26,7 +29,8 @@ final class BackgroundHasher: @unchecked Sendable {
         let count: Int
     }
 
-    init() {
+    init(hashing: Bool = true) {
+        self.hashing = hashing
         BufferPool.shared.join()
     }
 
@@ -80,9 +84,11 @@ final class BackgroundHasher: @unchecked Sendable {
         if case .failure(let error) = file.write(UnsafeRawBufferPointer(start: buffer, count: filled), at: position) {
             return error
         }
-        dispatch(Chunk(pointer: buffer, count: filled))
+        if hashing {
+            dispatch(Chunk(pointer: buffer, count: filled))
+            current = nil  // the queue gives it back once hashed
+        }
         position += UInt64(filled)
-        current = nil
         filled = 0
         return nil
     }
@@ -101,14 +107,14 @@ final class BackgroundHasher: @unchecked Sendable {
 }
 
 /// The buffers bodies are gathered and hashed in, shared by every transfer that hashes: at
-/// most `maxBuffers` × `bufferSize` (24 MiB) in flight however many transfers run, plus
+/// most `maxBuffers` × `bufferSize` (8 MiB) in flight however many transfers run, plus
 /// one per transfer that starts receiving when none is free (a new transfer never waits for
 /// buffers that only other transfers' progress would free). They are reused while any
 /// hasher exists and freed when the last one goes (a daemon keeps none between passes).
 final class BufferPool: @unchecked Sendable {
     static let shared = BufferPool()
     static let bufferSize = 512 * 1024
-    private static let maxBuffers = 48
+    private static let maxBuffers = 16
     private let condition = NSCondition()
     private var free: [UnsafeMutableRawPointer] = []
     private var allocated = 0
