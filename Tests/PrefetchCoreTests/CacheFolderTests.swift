@@ -127,6 +127,13 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(bytes))
     }
 
+    /// FIPS 180-2's test vectors, in lowercase hex as manifests and state.db hold them.
+    @Test func sha256MatchesKnownVectors() {
+        #expect(SHA256.hex(SHA256.digest(Array("abc".utf8))) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(SHA256.hex(SHA256.digest([UInt8]())) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(SHA256.hex([0x00, 0x09, 0x0a, 0x0f, 0xf0, 0xff]) == "00090a0ff0ff")
+    }
+
     /// Without a `sha256` a large body is gathered the same way, in one reused buffer:
     /// every byte lands once, at its place, and nothing is left pending after `flush`.
     @Test func unhashedBodiesAreGatheredIntoFewWrites() throws {

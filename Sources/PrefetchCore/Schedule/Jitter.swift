@@ -87,14 +87,14 @@ public final class SHA256 {
 
     /// Lowercase hex of a digest.
     public static func hex(_ digest: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(digest.count * 2)
-        for byte in digest {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0xf)])
+        func digit(_ value: UInt8) -> UInt8 { value < 10 ? 0x30 + value : 0x57 + value }  // 0-9, a-f
+        return String(unsafeUninitializedCapacity: digest.count * 2) { out in
+            for (index, byte) in digest.enumerated() {
+                out[2 * index] = digit(byte >> 4)
+                out[2 * index + 1] = digit(byte & 0xf)
+            }
+            return digest.count * 2
         }
-        return String(decoding: out, as: UTF8.self)
     }
 }
 
