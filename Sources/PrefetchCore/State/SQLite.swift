@@ -49,8 +49,10 @@ final class SQLiteConnection {
         return SQLiteStatement(statement, connection: self)
     }
 
-    /// Runs `sql` with `values` bound to its `?` parameters.
-    func run(_ sql: String, _ values: [SQLiteValue]) throws(SQLiteError) {
+    /// Runs `sql` with `values` bound to its `?` parameters. The SQL is a literal: its
+    /// prepared statement is kept, found again by the literal's address (no hashing of the
+    /// text on each of a run's thousands of state writes).
+    func run(_ sql: StaticString, _ values: [SQLiteValue]) throws(SQLiteError) {
         let statement = try cached(sql)
         try statement.bind(values)
         defer { statement.reset() }
@@ -106,13 +108,14 @@ final class SQLiteConnection {
         }
     }
 
-    private var statements: [String: SQLiteStatement] = [:]
+    private var statements: [UnsafeRawPointer: SQLiteStatement] = [:]
 
     /// A prepared statement kept for reuse: the state writes of a run repeat a few statements.
-    func cached(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
-        if let statement = statements[sql] { return statement }
-        let statement = try prepare(sql)
-        statements[sql] = statement
+    func cached(_ sql: StaticString) throws(SQLiteError) -> SQLiteStatement {
+        let address = UnsafeRawPointer(sql.utf8Start)
+        if let statement = statements[address] { return statement }
+        let statement = try prepare(sql.description)
+        statements[address] = statement
         return statement
     }
 
