@@ -198,6 +198,11 @@ import PrefetchCore
         process.waitUntilExit()
         #expect(recorded > 0)
         #expect(setup.cached("t/k.bin") == nil)  // never visible half-written
+        // Only bytes already in the file are ever recorded (a large body is gathered in memory
+        // before it is written): the partial holds at least the recorded offset, intact.
+        let partial = setup.dir.url.appendingPathComponent("cache/.prefetch/partial/" + CacheFolder.partialName(feed: "t", path: "k.bin"))
+        let onDisk = try [UInt8](Data(contentsOf: partial))
+        #expect(UInt64(onDisk.count) >= recorded && onDisk.prefix(Int(recorded)) == body.prefix(Int(recorded)))
         let result = try setup.run()
         #expect(result.status == 0, "\(result.stderr)")
         #expect(setup.cached("t/k.bin").map(Self.sha) == Self.sha(body))

@@ -14,8 +14,9 @@ import Foundation
 final class BodyWriter: @unchecked Sendable {
     /// Whether written buffers are hashed (a `sha256` to check).
     let hashing: Bool
-    private let queue = DispatchQueue(label: "prefetch.sha256")
-    private let hasher = SHA256()  // touched only on `queue`
+    /// Made on first use: a body written without hashing needs neither.
+    private lazy var queue = DispatchQueue(label: "prefetch.sha256")
+    private lazy var hasher = SHA256()  // touched only on `queue`
 
     // The buffer being filled, and where its first byte goes in the file (engine's thread).
     private var current: UnsafeMutableRawPointer?

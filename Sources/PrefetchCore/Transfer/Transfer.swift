@@ -378,8 +378,8 @@ final class Transfer {
                                retryAfter: nil, discardPartial: false, httpStatus: status)
     }
 
-    /// Bytes of the partial that reached the file (when hashing, the last few may still be
-    /// gathering in `body`'s buffer): what an fsync now makes durable.
+    /// Bytes of the partial that reached the file (the last few may still be gathering in
+    /// `body`'s buffer): what an fsync now makes durable.
     var writtenOffset: UInt64 {
         offset - UInt64(body?.pending ?? 0)
     }

@@ -512,7 +512,9 @@ final class TransferEngine {
     /// recorded when it is durable (`handleSynced`).
     private func syncInBackground(_ transfer: Transfer) {
         guard !syncsInline else { return sync(transfer) }
-        let written = transfer.writtenOffset  // bytes still queued for writing are not in this fsync
+        // What is still gathering is written first: a slow transfer's partial on disk lags
+        // by one sync interval, not by a whole buffer.
+        let written = transfer.settledOffset()
         guard let file = transfer.file, written > transfer.syncedOffset,
               !awaitingPartialSync.values.contains(where: { $0.transfer === transfer }) else { return }
         awaitingPartialSync[submitSync(file)] = (transfer, written, transfer.partialValidators, transfer.expectedTotal)
