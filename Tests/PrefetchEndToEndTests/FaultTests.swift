@@ -272,6 +272,38 @@ import PrefetchCore
         s.checkInvariant(allowed)
     }
 
+    /// FAULTS 1 for bodies gathered into 512 KiB buffers before they are written (a `sha256` to
+    /// check, or 1 MiB and more): a cut that is not on a buffer boundary still leaves exactly
+    /// the received bytes in the partial, recorded, and the resume continues from there.
+    @Test func aCutInAGatheredBodyKeepsEveryReceivedByte() throws {
+        let s = try Scenario()
+        let big = Self.bytes(3_000_000, seed: 21), hashed = Self.bytes(3_000_000, seed: 22)
+        s.origin.serve("/big.bin", OriginResource(big, etag: "\"g1\""))
+        s.origin.serve("/hashed.bin", OriginResource(hashed, etag: "\"h1\""))
+        for path in ["/big.bin", "/hashed.bin"] { s.origin.inject(path, [.cutAfter(1_300_000)]) }
+        try s.feed(Self.nextRun + "resources:\n  - url: ORIGIN/big.bin\n  - url: ORIGIN/hashed.bin\n    sha256: \(Self.sha(hashed))\n")
+        let allowed = ["t/big.bin": [big], "t/hashed.bin": [hashed]]
+
+        let first = try s.run()
+        #expect(first.status == 1, "\(first.diagnostics)")
+        for path in ["big.bin", "hashed.bin"] {
+            #expect(!s.exists("t/" + path))
+            #expect(s.partialSize(path) == 1_300_000)
+            #expect(s.resourceState(path)?.partial?.syncedOffset == 1_300_000)
+        }
+        s.checkInvariant(allowed)
+
+        let second = try s.run(offset: "+10m")
+        #expect(second.status == 0, "\(second.diagnostics)")
+        for path in ["/big.bin", "/hashed.bin"] {
+            #expect(s.origin.requests(to: path).dropFirst().first?.header("range") == "bytes=1300000-")
+        }
+        #expect(s.digest("t/big.bin") == Self.sha(big))
+        #expect(s.digest("t/hashed.bin") == Self.sha(hashed))
+        #expect(s.partials.isEmpty)
+        s.checkInvariant(allowed)
+    }
+
     /// FAULTS 2 and 3: a partial is trusted up to the offset recorded after an fsync. Longer (kill -9
     /// mid-write) → cut back and resumed; shorter, unrecorded, recorded but missing, or recorded for
     /// another URL → discarded and started clean.
