@@ -104,7 +104,7 @@ public final class CacheFolder {
     /// opened again.
     func place(partial name: String, feed: String, path: String,
                folders: inout [String: FileDescriptor]) -> Result<FileDescriptor, CacheError> {
-        let slash = path.lastIndex(of: "/")
+        let slash = path.lastSlash
         let leaf = slash.map { String(path[path.index(after: $0)...]) } ?? path
         let key = slash.map { feed + "/" + path[..<$0] } ?? feed
         for attempt in 0..<2 {

@@ -11,7 +11,7 @@ enum CacheListing {
             var folders: [Substring: Set<String>] = [:]
             for resource in feed.resources {
                 let path = resource.path
-                let slash = path.lastIndex(of: "/")
+                let slash = path.lastSlash
                 let parent = slash.map { path[..<$0] } ?? ""
                 let leaf = slash.map { String(path[path.index(after: $0)...]) } ?? path
                 let files: Set<String>

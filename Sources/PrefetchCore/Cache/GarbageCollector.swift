@@ -94,7 +94,7 @@ public enum GarbageCollector {
                 continue
             }
             var parent = Substring(removal.path)
-            while let slash = parent.lastIndex(of: "/") {
+            while let slash = parent.lastSlash {
                 parent = parent[..<slash]
                 if parent.contains("/") { folders.insert(String(parent)) }  // never a feed's own folder
             }

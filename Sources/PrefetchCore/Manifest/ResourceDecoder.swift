@@ -22,7 +22,23 @@ final class ResourceDecoder {
     func decode(_ item: YAMLNode) {
         count += 1
         guard let entries = reader.mapping(item, allowed: Self.keys, what: "a resource") else { return }
-        guard let urlNode = entries["url"]?.value else {
+        // One pass over the (few) entries: each key found once, not looked up once per field.
+        var urlEntry, pathEntry, shaEntry, sizeEntry, maxSizeEntry, notBeforeEntry, expiresEntry, priorityEntry, headersEntry: YAMLNode?
+        for entry in entries.pairs {
+            switch entry.name {
+            case "url": urlEntry = entry.pair.value
+            case "path": pathEntry = entry.pair.value
+            case "sha256": shaEntry = entry.pair.value
+            case "size": sizeEntry = entry.pair.value
+            case "max_size": maxSizeEntry = entry.pair.value
+            case "not_before": notBeforeEntry = entry.pair.value
+            case "expires": expiresEntry = entry.pair.value
+            case "priority": priorityEntry = entry.pair.value
+            case "headers": headersEntry = entry.pair.value
+            default: break  // `mapping` reported it
+            }
+        }
+        guard let urlNode = urlEntry else {
             reader.error("a resource needs a 'url'", at: item.location)
             return
         }
@@ -30,7 +46,7 @@ final class ResourceDecoder {
 
         var path: String?
         var pathNode = urlNode
-        if let node = entries["path"]?.value {
+        if let node = pathEntry {
             pathNode = node
             path = reader.value(node, what: "path") { (text) throws(ValueError) -> String in
                 if let problem = RelativePath.problem(text) { throw problem }
@@ -41,7 +57,7 @@ final class ResourceDecoder {
         }
 
         var sha256: String?
-        if let node = entries["sha256"]?.value {
+        if let node = shaEntry {
             sha256 = reader.value(node, what: "sha256") { (text) throws(ValueError) -> String in
                 let lowered = text.lowercased()
                 guard lowered.utf8.count == 64, lowered.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else {
@@ -50,33 +66,33 @@ final class ResourceDecoder {
                 return lowered
             }
         }
-        let size = entries["size"].flatMap { reader.value($0.value, what: "size", ByteSize.parse) }
-        let maxSize = entries["max_size"].flatMap { reader.value($0.value, what: "max_size", ByteSize.parse) }
-        if let size, let node = entries["size"]?.value {
+        let size = sizeEntry.flatMap { reader.value($0, what: "size", ByteSize.parse) }
+        let maxSize = maxSizeEntry.flatMap { reader.value($0, what: "max_size", ByteSize.parse) }
+        if let size, let node = sizeEntry {
             if let maxSize, size > maxSize {
                 reader.error("size \(size.bytes) is larger than max_size \(maxSize.bytes)", at: node.location)
             } else if size > config.maxSize {
                 reader.error("size \(size.bytes) is larger than the global max_size \(config.maxSize) (config)", at: node.location)
             }
         }
-        if let maxSize, let node = entries["max_size"]?.value {
+        if let maxSize, let node = maxSizeEntry {
             if maxSize.bytes == 0 { reader.error("max_size must be more than 0", at: node.location) }
             if maxSize > config.maxSize {
                 reader.warning("max_size \(maxSize) is above the global max_size \(config.maxSize); the global cap applies", at: node.location)
             }
         }
-        let notBefore = entries["not_before"].flatMap { reader.value($0.value, what: "not_before", Timestamp.parse) }
-        let expires = entries["expires"].flatMap { reader.value($0.value, what: "expires", Timestamp.parse) }
+        let notBefore = notBeforeEntry.flatMap { reader.value($0, what: "not_before", Timestamp.parse) }
+        let expires = expiresEntry.flatMap { reader.value($0, what: "expires", Timestamp.parse) }
         var priority = Priority.normal
-        if let node = entries["priority"]?.value,
+        if let node = priorityEntry,
            let value = reader.choice(node, what: "priority", Priority.allCases.map { ($0.rawValue, $0) }) {
             priority = value
         }
-        let headers = entries["headers"].map { decodeHeaders($0.value) } ?? []
+        let headers = headersEntry.map { decodeHeaders($0) } ?? []
 
         guard let url, let path, claim(path, at: pathNode.location, entry: item.location) else { return }
         if notBefore != nil || expires != nil {
-            pending.append((decoded.count, notBefore, expires, entries["expires"]?.value.location))
+            pending.append((decoded.count, notBefore, expires, expiresEntry?.location))
         }
         decoded.append(Resource(url: url, path: path, sha256: sha256, size: size?.bytes, maxSize: maxSize?.bytes,
                                 notBefore: nil, expires: nil, priority: priority, headers: headers, location: item.location))
@@ -156,7 +172,7 @@ final class ResourceDecoder {
         }
         var ancestor = Substring(path)
         var added: [String] = []
-        while let slash = ancestor.lastIndex(of: "/") {
+        while let slash = ancestor.lastSlash {
             ancestor = ancestor[..<slash]
             let key = String(ancestor)
             if let file = files[key] {

@@ -63,6 +63,9 @@ public struct Plan: Sendable {
     public var throughputMeasured: Bool
     /// Keys of due items in the order a run would start them.
     public var order: [ResourceKey]
+    /// The same items as indices into the planned feeds and their resources (`run` builds
+    /// its jobs from these without looking keys up).
+    var positions: [(feed: Int, resource: Int)] = []
 
     /// Items in the given state, over all feeds.
     public func items(_ status: ResourceStatus) -> [PlanItem] {

@@ -226,6 +226,7 @@ public enum Planner {
             plan.feeds[slot.feed].items[slot.item].fits = windowEnd.map { finish <= $0 } ?? true
             plan.feeds[slot.feed].items[slot.item].startOrder = plan.order.count
             plan.order.append(ResourceKey(feed: plan.feeds[slot.feed].name, path: plan.feeds[slot.feed].items[slot.item].path))
+            plan.positions.append((slot.feed, slot.item))  // items are still in manifest order here
         }
     }
 }

@@ -60,24 +60,15 @@ struct RunPass {
                 try? state.recordRelease(feed: feed.name, release: release)
             }
         }
-        // Where each resource is, by index: copying Feed and Resource values into a
-        // dictionary cost milliseconds on a 2,000-file feed.
-        var positions: [ResourceKey: (feed: Int, resource: Int)] = [:]
-        positions.reserveCapacity(plan.order.count)
-        for (f, feed) in feeds.enumerated() {
-            for (r, resource) in feed.resources.enumerated() {
-                let key = ResourceKey(feed: feed.name, path: resource.path)
-                if positions[key] == nil { positions[key] = (f, r) }
-            }
-        }
-        let releases = Dictionary(plan.feeds.map { ($0.name, $0.currentRelease) }, uniquingKeysWith: { a, _ in a })
+        // Jobs from the plan's positions (indices into `feeds`, which the plan was made from):
+        // no key is looked up, no Feed or Resource copied into a dictionary.
+        let releases = plan.feeds.map { $0.currentRelease ?? snapshot.feeds[$0.name]?.lastRelease ?? plan.now }
         jobs.reserveCapacity(plan.order.count)
-        for key in plan.order {
-            guard let position = positions[key] else { continue }
+        for (key, position) in zip(plan.order, plan.positions) {
             let feed = feeds[position.feed]
             let resource = feed.resources[position.resource]
             let recorded = snapshot.resources[key]
-            let release = releases[feed.name].flatMap { $0 } ?? snapshot.feeds[feed.name]?.lastRelease ?? plan.now
+            let release = releases[position.feed]
             let urlHash = ResourceURL.hash(of: resource.url)
             let sameURL = recorded?.urlHash == urlHash
             jobs.append(TransferJob(
