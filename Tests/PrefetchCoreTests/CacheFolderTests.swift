@@ -132,6 +132,11 @@ import Testing
         #expect(SHA256.hex(SHA256.digest(Array("abc".utf8))) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         #expect(SHA256.hex(SHA256.digest([UInt8]())) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
         #expect(SHA256.hex([0x00, 0x09, 0x0a, 0x0f, 0xf0, 0xff]) == "00090a0ff0ff")
+        // The one-shot path reuses one context: a second digest must not carry the first.
+        for _ in 0..<2 {
+            #expect(Array("abc".utf8).withUnsafeBytes { SHA256.hexDigest($0) } == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        }
+        #expect(CacheFolder.partialName(feed: "f", path: "p") == SHA256.hex(SHA256.digest(Array("f\0p".utf8))) + ".part")
     }
 
     /// Without a `sha256` a large body is gathered the same way, in one reused buffer:

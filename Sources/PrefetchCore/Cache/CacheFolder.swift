@@ -69,7 +69,8 @@ public final class CacheFolder {
 
     /// The partial's file name: a hash of feed and path, so any path fits one flat folder.
     public static func partialName(feed: String, path: String) -> String {
-        SHA256.hex(SHA256.digest(Array((feed + "\0" + path).utf8))) + ".part"
+        var key = feed + "\0" + path
+        return key.withUTF8 { SHA256.hexDigest(UnsafeRawBufferPointer($0)) } + ".part"
     }
 
     /// Opens an existing partial for resuming, with its size; nil when there is none.

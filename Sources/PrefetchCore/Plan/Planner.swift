@@ -235,6 +235,6 @@ extension ResourceURL {
     /// SHA-256 of the URL as written: notices a changed URL without storing query values.
     public static func hash(of url: ResourceURL) -> String {
         var text = url.text
-        return text.withUTF8 { SHA256.hex(SHA256.digest(UnsafeRawBufferPointer($0))) }
+        return text.withUTF8 { SHA256.hexDigest(UnsafeRawBufferPointer($0)) }
     }
 }

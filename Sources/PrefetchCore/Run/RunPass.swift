@@ -63,10 +63,11 @@ struct RunPass {
         // Jobs from the plan's positions (indices into `feeds`, which the plan was made from):
         // no key is looked up, no Feed or Resource copied into a dictionary.
         let releases = plan.feeds.map { $0.currentRelease ?? snapshot.feeds[$0.name]?.lastRelease ?? plan.now }
+        let jobFeeds = feeds.map(JobFeed.init)
         jobs.reserveCapacity(plan.order.count)
         for (key, position) in zip(plan.order, plan.positions) {
-            let feed = feeds[position.feed]
-            let resource = feed.resources[position.resource]
+            let feed = jobFeeds[position.feed]
+            let resource = feeds[position.feed].resources[position.resource]
             let recorded = snapshot.resources[key]
             let release = releases[position.feed]
             let urlHash = ResourceURL.hash(of: resource.url)

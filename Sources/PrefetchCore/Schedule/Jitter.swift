@@ -80,13 +80,31 @@ public final class SHA256 {
 
     public static func digest(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        EVP_Digest(bytes.baseAddress, bytes.count, &out, &length, algorithm ?? EVP_sha256(), nil)
+        out.withUnsafeMutableBytes { oneShot(bytes, into: $0) }
         return out
+    }
+
+    /// Lowercase hex of the digest of `bytes` (as URLs and partial names are hashed, a few
+    /// thousand times a run).
+    public static func hexDigest(_ bytes: UnsafeRawBufferPointer) -> String {
+        withUnsafeTemporaryAllocation(byteCount: 32, alignment: 8) { out in
+            oneShot(bytes, into: out)
+            return hex(UnsafeRawBufferPointer(out))
+        }
+    }
+
+    /// One-shot digests skip EVP: `EVP_Digest` allocates a context and the provider's state
+    /// on every call (OpenSSL 3), most of the cost of hashing a URL (see `CCrypto/shim.h`).
+    private static func oneShot(_ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
+        prefetch_sha256_short(bytes.baseAddress, bytes.count, out.baseAddress?.assumingMemoryBound(to: UInt8.self))
     }
 
     /// Lowercase hex of a digest.
     public static func hex(_ digest: [UInt8]) -> String {
+        digest.withUnsafeBytes { hex($0) }
+    }
+
+    static func hex(_ digest: UnsafeRawBufferPointer) -> String {
         func digit(_ value: UInt8) -> UInt8 { value < 10 ? 0x30 + value : 0x57 + value }  // 0-9, a-f
         return String(unsafeUninitializedCapacity: digest.count * 2) { out in
             for (index, byte) in digest.enumerated() {

@@ -4,7 +4,7 @@ internal import CShims
 
 /// What one resource's transfer needs to know before it starts.
 struct TransferJob {
-    let feed: Feed
+    let feed: JobFeed
     let resource: Resource
     let key: ResourceKey
     let urlHash: String
@@ -18,6 +18,21 @@ struct TransferJob {
     var failures: Int
     /// Not started before this instant (a retry within the run).
     var notBefore: Int64 = 0
+}
+
+/// A feed as its jobs see it: one shared reference, so a job list of thousands does not
+/// copy (and retain, and release) a whole manifest entry per job.
+final class JobFeed {
+    let feed: Feed
+    var name: String { feed.name }
+    var limits: FeedLimits { feed.limits }
+    var retry: RetryPolicy { feed.retry }
+    var conditions: Conditions { feed.conditions }
+    var timeZone: TimeZone { feed.timeZone }
+
+    init(_ feed: Feed) {
+        self.feed = feed
+    }
 }
 
 /// How a transfer ended.

@@ -175,11 +175,11 @@ final class TransferEngine {
             }
             if Date().timeIntervalSince(lastCheck) >= 2 {
                 lastCheck = Date()
-                var feeds: [String: Feed] = [:]
+                var feeds: [String: JobFeed] = [:]
                 for job in queue { feeds[job.feed.name] = job.feed }
                 for transfer in active.values { feeds[transfer.job.feed.name] = transfer.job.feed }
                 for feed in feeds.values {
-                    guard let reason = pauseReason(feed) else { continue }
+                    guard let reason = pauseReason(feed.feed) else { continue }
                     stoppedFeeds[feed.name] = reason
                     for transfer in Array(active.values) where transfer.job.feed.name == feed.name { pause(transfer, reason: reason) }
                 }
