@@ -267,6 +267,9 @@ bench_case() {
             key="$case/$medium/$tool"
             [ -n "${FAILED[$key]:-}" ] && continue
             "cmd_$case" "$tool" "$base/run"
+            # Timed runs are quiet, as curl -sS, wget2 -q and aria2c -q are; the warm-up
+            # prints prefetch's summary.
+            [ "$tool" = prefetch ] && [ "$round" -gt 0 ] && CMD+=(--quiet)
             n0=$(log_lines)
             timed "$base/run" "${CMD[@]}"
             read -r REQS[$key] BYTES[$key] STATUS[$key] < <(log_since "$n0")
@@ -311,7 +314,7 @@ bench_revalidate() {
         sync
         local t0 t1
         t0=$(date +%s%N)
-        PREFETCH_CLOCK_OFFSET=$offset /usr/bin/time -f '%M %U %S' -o "$TMP/rss" "${cmd[@]}" >"$TMP/stdout" 2>"$TMP/stderr"
+        PREFETCH_CLOCK_OFFSET=$offset /usr/bin/time -f '%M %U %S' -o "$TMP/rss" "${cmd[@]}" $([ "$round" -gt 0 ] && echo --quiet) >"$TMP/stdout" 2>"$TMP/stderr"
         T_EXIT=$?
         t1=$(date +%s%N)
         timed_figures "$t0" "$t1"
@@ -342,7 +345,7 @@ bench_revalidate() {
         n0=$(log_lines)
         local t0 t1
         t0=$(date +%s%N)
-        PREFETCH_CLOCK_OFFSET=$offset /usr/bin/time -f '%M %U %S' -o "$TMP/rss" "${cmd[@]}" >"$TMP/stdout" 2>"$TMP/stderr"
+        PREFETCH_CLOCK_OFFSET=$offset /usr/bin/time -f '%M %U %S' -o "$TMP/rss" "${cmd[@]}" --quiet >"$TMP/stdout" 2>"$TMP/stderr"
         T_EXIT=$?
         t1=$(date +%s%N)
         timed_figures "$t0" "$t1"
