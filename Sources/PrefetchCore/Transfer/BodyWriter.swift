@@ -107,11 +107,11 @@ final class BodyWriter: @unchecked Sendable {
     }
 }
 
-/// The buffers bodies are gathered and hashed in, shared by every transfer that hashes: at
-/// most `maxBuffers` × `bufferSize` (8 MiB) in flight however many transfers run, plus
-/// one per transfer that starts receiving when none is free (a new transfer never waits for
+/// The buffers bodies are gathered and hashed in, shared by every `BodyWriter`: at most
+/// `maxBuffers` × `bufferSize` (8 MiB) in flight however many transfers run, plus one per
+/// transfer that starts receiving when none is free (a new transfer never waits for
 /// buffers that only other transfers' progress would free). They are reused while any
-/// hasher exists and freed when the last one goes (a daemon keeps none between passes).
+/// writer exists and freed when the last one goes (a daemon keeps none between passes).
 final class BufferPool: @unchecked Sendable {
     static let shared = BufferPool()
     static let bufferSize = 512 * 1024
