@@ -106,7 +106,7 @@ public final class CacheFolder {
     func place(partial name: String, feed: String, path: String,
                folders: inout [String: FileDescriptor]) -> Result<FileDescriptor, CacheError> {
         let slash = path.lastSlash
-        let leaf = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let leaf = slash.map { path.suffix(afterSlash: $0) } ?? path
         let key = slash.map { feed + "/" + path[..<$0] } ?? feed
         for attempt in 0..<2 {
             let folder: FileDescriptor

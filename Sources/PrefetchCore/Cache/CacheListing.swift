@@ -13,7 +13,7 @@ enum CacheListing {
                 let path = resource.path
                 let slash = path.lastSlash
                 let parent = slash.map { path[..<$0] } ?? ""
-                let leaf = slash.map { String(path[path.index(after: $0)...]) } ?? path
+                let leaf = slash.map { path.suffix(afterSlash: $0) } ?? path
                 let files: Set<String>
                 if let known = folders[parent] {
                     files = known

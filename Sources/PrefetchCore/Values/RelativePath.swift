@@ -57,6 +57,12 @@ extension String {
     var lastSlash: Index? {
         utf8.lastIndex(of: UInt8(ascii: "/"))
     }
+
+    /// Everything after the '/' at `slash`, byte for byte (a character index would step
+    /// over a combining mark that follows the slash).
+    func suffix(afterSlash slash: Index) -> String {
+        String(decoding: utf8[utf8.index(after: slash)...], as: UTF8.self)
+    }
 }
 
 extension Substring {
