@@ -66,30 +66,12 @@ die() { say "bench: $*"; exit 1; }
 export PATH="$PATH:/usr/sbin:/sbin"
 [ -x /opt/swift/usr/bin/swift ] && ! command -v swift >/dev/null && export PATH="/opt/swift/usr/bin:$PATH"
 
-# --- tools: installed with apt-get only when missing ---------------------------------
-APT_UPDATED=
-apt_install() {
-    command -v apt-get >/dev/null || return 1
-    local sudo=
-    [ "$(id -u)" -eq 0 ] || sudo="sudo -n"
-    if [ -z "$APT_UPDATED" ]; then
-        $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null 2>&1 || true
-        APT_UPDATED=1
-    fi
-    say "bench: installing $* with apt-get"
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null 2>&1
-}
-need() {  # need COMMAND PACKAGE
-    command -v "$1" >/dev/null 2>&1 && return
-    apt_install "$2" || true
-    command -v "$1" >/dev/null 2>&1 || die "$1 is missing (Debian package '$2')"
-}
-need curl curl
-need wget2 wget2
-need aria2c aria2
-need nginx nginx-light
-need /usr/bin/time time
+# --- tools: scripts/setup installs with apt-get only what is missing ----------------
 command -v swift >/dev/null || die "swift is not on PATH"
+"$ROOT/scripts/setup" curl wget2 aria2 nginx-light time || say "bench: scripts/setup could not install everything"
+for tool in curl wget2 aria2c nginx /usr/bin/time; do
+    command -v "$tool" >/dev/null 2>&1 || die "$tool is missing (see scripts/setup)"
+done
 
 # --- build -----------------------------------------------------------------------------
 SWIFT_ARGS=(-c release --static-swift-stdlib --toolset "$ROOT/scripts/release-toolset.json")  # as scripts/build-release

@@ -27,22 +27,9 @@ TARGET_RSS_MB=200    # prefetch peak RSS, under
 say() { printf '%s\n' "$*" >&2; }
 die() { say "bench: $*"; exit 1; }
 
-# --- tools -------------------------------------------------------------------
-APT_UPDATED=
-apt_install() {  # apt_install PACKAGE...: quiet, only called when something is missing
-    command -v apt-get >/dev/null || return 1
-    local sudo=
-    [ "$(id -u)" -eq 0 ] || sudo="sudo -n"
-    if [ -z "$APT_UPDATED" ]; then
-        $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null 2>&1 || true
-        APT_UPDATED=1
-    fi
-    say "bench: installing $* with apt-get"
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null 2>&1
-}
-
+# --- tools: scripts/setup installs with apt-get only what is missing -----------
 command -v swift >/dev/null || die "swift is not on PATH"
-[ -x /usr/bin/time ] || apt_install time || true
+[ -x /usr/bin/time ] || "$ROOT/scripts/setup" time || true
 [ -x /usr/bin/time ] || die "/usr/bin/time is missing (Debian package 'time')"
 
 has_cyaml() { "$1" -c 'import yaml, sys; sys.exit(0 if yaml.__with_libyaml__ and hasattr(yaml, "CSafeLoader") else 1)' >/dev/null 2>&1; }
@@ -52,7 +39,7 @@ for candidate in ${PYTHON:-} python3 /usr/bin/python3; do
 done
 if [ -z "$PY" ]; then
     # Debian's python3-yaml is built with libyaml; it serves /usr/bin/python3.
-    apt_install python3-yaml || true
+    "$ROOT/scripts/setup" python3-yaml || true
     has_cyaml /usr/bin/python3 && PY=/usr/bin/python3
 fi
 if [ -z "$PY" ] && command -v python3 >/dev/null; then
