@@ -123,11 +123,12 @@ public enum YAMLParser {
                 default: style = .plain
                 }
                 let quotes = style == .singleQuoted || style == .doubleQuoted ? 2 : 0
-                // libyaml counts columns in characters (code points): ASCII text is as many
-                // characters as bytes, so only other text needs counting.
+                // Verbatim when the source is the text as written (errors then point at their
+                // column). ASCII text is as wide as its bytes, so only other text is counted by
+                // character (grapheme breaking is costly on a manifest's thousands of scalars).
                 let width = Int(event.end_mark.column - event.start_mark.column)
                 let verbatim = (style == .plain || quotes == 2) && event.start_mark.line == event.end_mark.line
-                    && (width == scalar.length + quotes || width == text.unicodeScalars.count + quotes)
+                    && (width == scalar.length + quotes || width == text.count + quotes)
                 let node = YAMLNode(.scalar(text, style), at: at, tag: Self.string(scalar.tag), isVerbatim: verbatim)
                 add(node, anchor: Self.string(scalar.anchor))
             case YAML_ALIAS_EVENT:
