@@ -1255,8 +1255,9 @@ import PrefetchCore
     }
 
     /// `limits.concurrency` caps a feed and the config's `concurrency` caps the run: feed A
-    /// (1 at a time) and feed B (3 at a time) on two origins, under a run-wide cap of 2.
-    @Test func feedAndRunConcurrencyCapsHold() throws {
+    /// (1 at a time) and feed B (3 at a time) on two origins, under a run-wide cap of 2; on
+    /// one transfer thread and on two (each with a share of the caps).
+    @Test(arguments: [1, 2]) func feedAndRunConcurrencyCapsHold(threads: Int) throws {
         let s = try Scenario()
         let other = try TestOrigin()
         try s.dir.write("config.yaml", "concurrency: 2\nper_host: 16\n")
@@ -1271,7 +1272,7 @@ import PrefetchCore
         }
         try s.feed(a, name: "a")
         try s.feed(b, name: "b")
-        let result = try s.run(config: "config.yaml")
+        let result = try s.run(config: "config.yaml", environment: ["PREFETCH_TRANSFER_THREADS": "\(threads)"])
         #expect(result.status == 0, "\(result.diagnostics)")
         #expect(s.origin.requests.count == 3 && other.requests.count == 3)
         #expect(s.origin.peakActiveRequests == 1, "feed a (concurrency 1) had \(s.origin.peakActiveRequests) at once")
@@ -1299,8 +1300,9 @@ import PrefetchCore
     }
 
     /// FAULTS 23: the per-host connection cap holds (config `per_host: 2`, 6 slow resources on one
-    /// origin and 3 on another: never more than 2 requests at once to either).
-    @Test func thePerHostCapHolds() throws {
+    /// origin and 3 on another: never more than 2 requests at once to either), on one transfer
+    /// thread and on two.
+    @Test(arguments: [1, 2]) func thePerHostCapHolds(threads: Int) throws {
         let s = try Scenario()
         let other = try TestOrigin()
         try s.dir.write("config.yaml", "per_host: 2\n")
@@ -1321,7 +1323,7 @@ import PrefetchCore
             lines += "  - url: \(other.url("/q\(index).bin"))\n"
         }
         try s.feed(Self.inRun + "resources:\n" + lines)
-        let result = try s.run(config: "config.yaml")
+        let result = try s.run(config: "config.yaml", environment: ["PREFETCH_TRANSFER_THREADS": "\(threads)"])
         #expect(result.status == 0, "\(result.diagnostics)")
         #expect(s.origin.requests.count == 6 && other.requests.count == 3)
         #expect(s.origin.peakActiveRequests <= 2, "peak \(s.origin.peakActiveRequests) requests at once to one origin")
@@ -1329,6 +1331,64 @@ import PrefetchCore
         #expect(s.origin.peakActiveRequests + other.peakActiveRequests >= 3, "the two origins were not served side by side")
         for (path, body) in allowed { #expect(s.digest(path) == Self.sha(body[0]), "\(path)") }
         s.checkInvariant(allowed, origins: [other])
+    }
+
+    /// Two transfer threads take jobs from one queue and write one state.db: every resource
+    /// ends exactly once (placed, retried then placed, or failed for good), each request is
+    /// made once (twice for the retried), the summary adds up, nothing is left half-done, and
+    /// the next run revalidates every file with a conditional request answered 304.
+    @Test func twoTransferThreadsShareOneQueueAndOneState() throws {
+        let s = try Scenario()
+        var yaml = Self.inRun + "refresh: 1h\nresources:\n"
+        var allowed: [String: [[UInt8]]] = [:]
+        var good: [String] = [], gone: [String] = [], flaky: [String] = []
+        var bytes = 0
+        for index in 0..<150 {
+            let name = "m\(index).bin"
+            yaml += "  - url: ORIGIN/\(name)\n"
+            if index % 10 == 3 { gone.append(name); continue }  // never served: 404, failed until the next release
+            let body = Self.bytes(index % 4 == 0 ? 40_000 : 2_000 + index, seed: 400 + UInt64(index))
+            s.origin.serve("/" + name, OriginResource(body, etag: "\"e\(index)\""))
+            if index % 10 == 7 {
+                s.origin.inject("/" + name, [.status(503)])  // retried within the run
+                flaky.append(name)
+            }
+            good.append(name)
+            allowed["t/" + name] = [body]
+            bytes += body.count
+        }
+        try s.feed(yaml)
+        let environment = ["PREFETCH_TRANSFER_THREADS": "2"]
+        let first = try s.run(environment: environment)
+        #expect(first.status == 1, "\(first.diagnostics)")
+        let summary = try #require(first.events.last { $0["type"] as? String == "summary" })
+        #expect(summary["placed"] as? Int == good.count && summary["failed"] as? Int == gone.count, "\(summary)")
+        #expect(summary["fresh"] as? Int == 0 && summary["paused"] as? Int == 0 && summary["bytes"] as? Int == bytes, "\(summary)")
+        for name in good { #expect(first.events("placed", name).count == 1, "\(name)") }
+        for name in gone {
+            #expect(first.failure(name)?.contains("404") == true, "\(name)")
+            #expect(s.origin.requests(to: "/" + name).count == 1, "\(name) was retried")
+        }
+        for name in flaky {
+            #expect(first.retries(name).count == 1, "\(name)")
+            #expect(s.origin.requests(to: "/" + name).count == 2, "\(name)")
+        }
+        for name in good where !flaky.contains(name) { #expect(s.origin.requests(to: "/" + name).count == 1, "\(name)") }
+        #expect(s.origin.peakActiveRequests <= 8, "the feed's concurrency of 8 let \(s.origin.peakActiveRequests) through")
+        s.checkInvariant(allowed)
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: s.cache.path + "/.prefetch/partial"))?.isEmpty == true)
+        let state = try #require(s.state())
+        for name in good { #expect(state.resources[ResourceKey(feed: "t", path: name)]?.validators.etag != nil, "\(name)") }
+        for name in gone { #expect(state.resources[ResourceKey(feed: "t", path: name)]?.permanentFailure == true, "\(name)") }
+
+        let before = s.origin.requests.count
+        let second = try s.run(offset: "+2h", environment: environment)
+        let again = try #require(second.events.last { $0["type"] as? String == "summary" })
+        #expect(again["fresh"] as? Int == good.count && again["placed"] as? Int == 0 && again["bytes"] as? Int == 0, "\(second.diagnostics)")
+        let revalidations = s.origin.requests.dropFirst(before).filter { !gone.contains(String($0.path.dropFirst())) }
+        #expect(revalidations.count == good.count)
+        #expect(revalidations.allSatisfy { $0.header("if-none-match") != nil }, "a revalidation was not conditional")
+        s.checkInvariant(allowed)
     }
 
     /// FAULTS 23: a fleet released at the same minute is spread by `jitter` — each machine's delay

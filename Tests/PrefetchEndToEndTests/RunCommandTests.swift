@@ -237,6 +237,45 @@ import PrefetchCore
         #expect(setup.origin.log().last { $0.contains("/slow/s.bin") }?.hasPrefix("206 GET /slow/s.bin range=[bytes=") == true)
     }
 
+    /// With two transfer threads, SIGTERM pauses the transfers of both: each is recorded
+    /// resumably, the run exits 0, and the next run resumes every one with a Range request.
+    @Test func sigtermPausesTheTransfersOfEveryThread() throws {
+        let bodies = (0..<4).map { Self.random(3_000_000, seed: 20 + UInt64($0)) }
+        var files: [String: [UInt8]] = [:]
+        var yaml = "limits: { concurrency: 4 }\nresources:\n"
+        for (index, body) in bodies.enumerated() {
+            files["slow/t\(index).bin"] = body
+            yaml += "  - url: ORIGIN/slow/t\(index).bin\n"
+        }
+        let setup = try Setup(files: files)
+        try setup.feed(yaml)
+        let process = Process()
+        process.executableURL = BinaryRunner.executable
+        process.arguments = ["run", "--json", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"]
+        process.environment = ProcessInfo.processInfo.environment.merging(["PREFETCH_TRANSFER_THREADS": "2"]) { $1 }
+        process.currentDirectoryURL = setup.dir.url
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        Thread.sleep(forTimeInterval: 1.5)
+        process.terminate()  // SIGTERM
+        let lines = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(lines)")
+        for index in 0..<4 {
+            #expect(lines.contains(#""type":"paused","feed":"t","path":"t\#(index).bin","reason":"stopped""#), "\(lines)")
+        }
+        #expect(setup.partials.count == 4)
+        let result = try setup.run(environment: ["PREFETCH_TRANSFER_THREADS": "2"])
+        #expect(result.status == 0, "\(result.stderr)")
+        for (index, body) in bodies.enumerated() {
+            #expect(setup.cached("t/t\(index).bin").map(Self.sha) == Self.sha(body))
+            #expect(setup.origin.log().last { $0.contains("/slow/t\(index).bin") }?.hasPrefix("206 GET /slow/t\(index).bin range=[bytes=") == true)
+        }
+        #expect(setup.partials.isEmpty)
+    }
+
     @Test func aClosingWindowPausesTransfersResumably() throws {
         let body = Self.random(3_000_000, seed: 8)
         let setup = try Setup(files: ["slow/w.bin": body])
@@ -587,6 +626,17 @@ import PrefetchCore
         let unknown = try setup.run(["run", "--feed", "nope"])
         #expect(unknown.status == 2 && unknown.stderr.hasPrefix("prefetch: error: unknown feed 'nope'"))
         #expect(!FileManager.default.fileExists(atPath: setup.dir.url.appendingPathComponent("cache").path))
+    }
+
+    @Test func aBadThreadCountTouchesNothing() throws {
+        let setup = try Setup(files: [:])
+        try setup.feed("resources:\n  - url: ORIGIN/x\n")
+        for command in ["run", "daemon"] {
+            let result = try setup.run([command], environment: ["PREFETCH_TRANSFER_THREADS": "lots"])
+            #expect(result.status == 2, "\(result.stderr)")
+            #expect(result.stderr.contains("PREFETCH_TRANSFER_THREADS: expected a whole number from 1 to 64, got 'lots'"), "\(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: setup.dir.url.appendingPathComponent("cache").path))
+        }
     }
 
     @Test func anUnreadableStateIsMovedAsideAndRebuilt() throws {

@@ -11,7 +11,10 @@ enum DaemonCommand {
     static func run(_ context: CommandContext) -> ExitCode {
         guard let config = context.loadConfig() else { return .usage }
         let console = context.console
-        do { _ = try Clock.offset(environment: context.environment) } catch {
+        do {
+            _ = try Clock.offset(environment: context.environment)
+            _ = try TransferEngine.requestedThreads(environment: context.environment)
+        } catch {
             return ExitCode(rawValue: Prefetch.fail(UsageError(error.message, command: "daemon"), console: console)) ?? .usage
         }
         guard var feeds = context.loadFeeds(config) else { return .usage }

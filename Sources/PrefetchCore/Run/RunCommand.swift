@@ -8,6 +8,7 @@ enum RunCommand {
         let assumptions: Assumptions
         do {
             _ = try Clock.offset(environment: context.environment)
+            _ = try TransferEngine.requestedThreads(environment: context.environment)
             assumptions = try context.arguments["--assume"].map(Assumptions.parse) ?? Assumptions()
         } catch {
             return ExitCode(rawValue: Prefetch.fail(UsageError(error.message, command: "run"), console: console)) ?? .usage

@@ -1,0 +1,478 @@
+import Foundation
+
+/// One thread's part of a run (`TransferEngine`): its own libcurl multi handle and the
+/// transfers on it, within its share of the connection limits. It takes jobs from the
+/// `RunBoard`, and writes state and sends events through it.
+final class EngineShard: @unchecked Sendable {
+    private let index: Int
+    private let board: RunBoard
+    private let cache: CacheFolder
+    private let config: Config
+    private let environment: [String: String]
+    private let clock: () -> Int64
+    private let multi: CurlMulti
+    /// This shard's share of `concurrency` and of `per_host`: the shares add up to them.
+    private let concurrency: Int
+    private let perHost: Int
+    private var active: [UnsafeMutableRawPointer: Transfer] = [:]
+    private(set) var summary = EngineSummary()
+    /// Feeds whose metered bytes count toward their budget.
+    private let metered: Bool
+    /// Each budgeted feed's allowance for this run, when the link is metered, and each
+    /// capped feed's token bucket (`max_rate`): only ever on a run's single shard.
+    private let allowances: [String: MeteredAllowance]
+    private let limiters: [String: RateLimiter]
+
+    init(index: Int, concurrency: Int, perHost: Int, board: RunBoard, cache: CacheFolder, config: Config, environment: [String: String],
+         metered: Bool, allowances: [String: MeteredAllowance], limiters: [String: RateLimiter], clock: @escaping () -> Int64) {
+        self.index = index
+        self.concurrency = concurrency
+        self.perHost = perHost
+        self.board = board
+        self.cache = cache
+        self.config = config
+        self.environment = environment
+        self.metered = metered
+        self.allowances = allowances
+        self.limiters = limiters
+        self.clock = clock
+        multi = CurlMulti(totalConnections: concurrency, perHost: perHost)
+        syncsInline = cache.syncIsFree
+        syncer = Syncer(maxWorkers: 8, onFinished: { [waker = multi.waker] in waker.wake() })
+    }
+
+    // MARK: fsync off the loop
+
+    /// On tmpfs and ramfs fsync does nothing: files are placed at once (a partial kept for
+    /// resume is still fsynced, in place, before its offset is recorded); elsewhere fsync
+    /// goes to `syncer`.
+    private let syncsInline: Bool
+    private let syncer: Syncer
+    private var nextSyncID = 0
+    /// Complete files waiting for their fsync before the rename.
+    private var awaitingPlacement: [Int: (transfer: Transfer, bytes: UInt64, validators: Validators, sha256: String?)] = [:]
+    /// Periodic partial fsyncs in flight: the offset and validators to record once durable.
+    private var awaitingPartialSync: [Int: (transfer: Transfer, offset: UInt64, validators: Validators, total: UInt64?)] = [:]
+    /// Complete files may wait for fsync only up to this many; then new transfers wait (each holds a descriptor).
+    private var placementBacklog: Int { max(32, 2 * concurrency) }
+
+    private func submitSync(_ file: FileDescriptor) -> Int {
+        nextSyncID += 1
+        syncer.submit(id: nextSyncID, file: file)
+        return nextSyncID
+    }
+
+    /// Everything that ended since the last loop. Its state writes join the board's
+    /// transaction, committed at most `RunBoard.commitInterval` later (group commit).
+    private func finishBatch(completed: [(UnsafeMutableRawPointer, Int32)]) {
+        let synced = syncsInline ? [] : syncer.takeFinished()
+        handleCompleted(completed)
+        handleSynced(synced)
+        commit(force: false)
+    }
+
+    /// Continues what waited for an fsync: placements, and partial offsets to record.
+    private func handleSynced(_ finished: [Syncer.Finished]) {
+        for done in finished {
+            if let waiting = awaitingPlacement.removeValue(forKey: done.id) {
+                place(waiting.transfer, bytes: waiting.bytes, validators: waiting.validators, sha256: waiting.sha256, synced: done.result)
+            } else if let partial = awaitingPartialSync.removeValue(forKey: done.id) {
+                let transfer = partial.transfer
+                // Only for a transfer still running: one that ended has recorded its own outcome.
+                guard case .success = done.result, active[transfer.easy.handle] === transfer, partial.offset > transfer.syncedOffset,
+                      partial.validators == transfer.partialValidators else { continue }
+                transfer.syncedOffset = partial.offset
+                transfer.partialRecorded = true
+                let synced = PartialState(urlHash: transfer.job.urlHash, validators: partial.validators, totalLength: partial.total,
+                                          syncedOffset: partial.offset, updatedAt: clock())
+                record { [key = transfer.job.key] state in try state.recordPartial(key, synced) }
+            }
+        }
+    }
+
+    /// Starts jobs from the board until none is left, and returns when its own transfers
+    /// have ended. `stopRequested` is asked every loop (a signal).
+    func run(stopRequested: () -> Bool) {
+        var lastPauseCheck = Date.distantPast
+        var lastSync = Date()
+        var lastProgress = Date.distantPast
+        var busySince: Date?
+        while true {
+            if stopRequested() || board.diskFull {
+                let reason = board.diskFull ? "disk full" : "stopped"
+                for transfer in Array(active.values) { pause(transfer, reason: reason) }
+                break
+            }
+            if Date().timeIntervalSince(lastPauseCheck) >= 0.5 {  // the board asks about each feed every 2 s
+                lastPauseCheck = Date()
+                let stopped = board.stoppedFeeds(now: lastPauseCheck)
+                if !stopped.isEmpty {
+                    for transfer in Array(active.values) {
+                        if let reason = stopped[transfer.job.feed.name] { pause(transfer, reason: reason) }
+                    }
+                }
+            }
+            let now = clock()
+            // Jobs start in plan order; a job held back by a limit keeps its place.
+            while active.count < concurrency, awaitingPlacement.count < placementBacklog,
+                  let job = board.next(now: now, admit: admit) {
+                start(job)
+            }
+            if active.isEmpty {
+                if !awaitingPlacement.isEmpty || !awaitingPartialSync.isEmpty {
+                    syncer.waitForAny(seconds: 0.2)
+                    finishBatch(completed: [])
+                    continue
+                }
+                commit(force: true)  // nothing running: record what ended before waiting or returning
+                if let busy = busySince { summary.transferSeconds += Date().timeIntervalSince(busy); busySince = nil }
+                if board.drained { break }
+                // Waiting for a retry within the run, a capped feed's bucket to refill, or
+                // a feed's running transfers on other shards.
+                let limited = limiters.values.filter(\.exhausted).map(\.secondsUntilAvailable).min() ?? 0.2
+                Thread.sleep(forTimeInterval: min(0.2, max(0.001, limited)))
+                continue
+            }
+            if busySince == nil { busySince = Date() }
+            _ = multi.perform()
+            finishBatch(completed: multi.completed())
+            if !allowances.isEmpty {
+                for transfer in Array(active.values) where transfer.pausedForBudget { pause(transfer, reason: "metered budget used") }
+            }
+            if !active.isEmpty { multi.poll(milliseconds: resumeRateLimited()) }
+            if Date().timeIntervalSince(lastSync) >= 2 {
+                lastSync = Date()
+                for transfer in active.values { syncInBackground(transfer) }
+            }
+            if Date().timeIntervalSince(lastProgress) >= 0.25 {
+                lastProgress = Date()
+                board.progress(shard: index, active.values.map { transfer in
+                    let seconds = max(0.001, Date().timeIntervalSince(transfer.startedAt))
+                    return TransferProgress(key: transfer.job.key, bytes: transfer.offset, total: transfer.expectedTotal ?? transfer.job.resource.size,
+                                            rate: Double(transfer.received) / seconds)
+                })
+            }
+        }
+        // Complete files still waiting for their fsync are placed (also when stopping: they are verified).
+        while !awaitingPlacement.isEmpty || !awaitingPartialSync.isEmpty {
+            syncer.waitForAny(seconds: 0.2)
+            finishBatch(completed: [])
+        }
+        commit(force: true)
+        syncer.shutDown()
+        if let busy = busySince { summary.transferSeconds += Date().timeIntervalSince(busy) }
+    }
+
+    /// Whether this shard takes `job` now: its own limits (connections per origin, the
+    /// feed's rate), then the feed's metered budget.
+    private func admit(_ job: TransferJob) -> RunBoard.Admission {
+        guard canStart(job) else { return .wait }
+        switch admitUnderBudget(job) {
+        case .start: return .start
+        case .wait: return .wait
+        case .refuse:  // waits for tomorrow's budget (the plan says so)
+            summary.paused += 1
+            board.emit(.paused(job.key, reason: "metered budget used", offset: job.partial?.syncedOffset ?? 0))
+            return .refuse
+        }
+    }
+
+    /// Takes a transfer out of the running set: its feed's slot is free for the next job.
+    private func deactivate(_ transfer: Transfer) {
+        active[transfer.easy.handle] = nil
+        board.finished(transfer.job)
+    }
+
+    // MARK: Starting
+
+    private func canStart(_ job: TransferJob) -> Bool {
+        var sameOrigin = 0
+        let url = job.resource.url
+        for transfer in active.values {
+            let other = transfer.job.resource.url
+            if other.port == url.port && other.host == url.host && other.scheme == url.scheme { sameOrigin += 1 }
+        }
+        if let limiter = limiters[job.feed.name] {
+            limiter.refill(now: Date().timeIntervalSince1970)
+            if limiter.exhausted { return false }  // the feed is over its rate: new transfers wait too
+        }
+        return sameOrigin < perHost
+    }
+
+    private func start(_ job: TransferJob) {
+        let name = CacheFolder.partialName(feed: job.key.feed, path: job.key.path)
+        // Only a partial state.db knows of can be resumed; any other is replaced when a body begins.
+        let existing = job.partial != nil ? cache.openPartial(name) : nil
+        let allowance = allowances[job.feed.name]
+        let transfer = Transfer(job: job, easy: idleHandles.popLast() ?? CurlEasy(), partialName: name, existing: existing,
+                                globalCap: config.maxSize.bytes, limiter: limiters[job.feed.name], allowance: allowance, startWriteback: !syncsInline,
+                                createFile: { [cache] in cache.createPartial(name) })
+        do {
+            try transfer.configure(config: config, environment: environment)
+        } catch {
+            board.finished(job)
+            fail(job, error, transfer: transfer)
+            return
+        }
+        if let allowance, let size = job.resource.size {
+            transfer.reservedBudget = max(1, size - min(size, transfer.offset))
+            allowance.reserve(transfer.reservedBudget)
+        }
+        active[transfer.easy.handle] = transfer
+        multi.add(transfer.easy)
+        board.emit(.started(job.key, url: job.resource.url.redacted, total: job.resource.size, resumeAt: transfer.offset))
+    }
+
+    /// Easy handles of finished transfers, reused by the next ones (libcurl keeps the
+    /// connection cache in the multi handle; reuse saves setting up a handle per file).
+    private var idleHandles: [CurlEasy] = []
+
+    private func release(_ transfer: Transfer) {
+        // A handle removed while paused (`max_rate`, `metered_budget`) still holds libcurl's paused state
+        // (and bytes meant for its old transfer): it is freed with its transfer, not reused.
+        if transfer.reservedBudget > 0 {  // a transfer of known size gives back its reservation
+            allowances[transfer.job.feed.name]?.release(transfer.reservedBudget)
+            transfer.reservedBudget = 0
+        }
+        guard !transfer.pausedForRate, !transfer.pausedForBudget, idleHandles.count < concurrency else { return }
+        idleHandles.append(transfer.easy)
+    }
+
+    /// Whether `job` fits its feed's metered budget now (no budget: always).
+    private func admitUnderBudget(_ job: TransferJob) -> MeteredAllowance.Admission {
+        guard let allowance = allowances[job.feed.name] else { return .start }
+        return allowance.admit(job.resource.size.map { $0 - min($0, job.partial?.syncedOffset ?? 0) })
+    }
+
+    /// Refills the buckets and resumes transfers paused for their feed's rate; returns how
+    /// long the loop may wait for sockets before a bucket has tokens again (milliseconds).
+    private func resumeRateLimited() -> Int {
+        guard !limiters.isEmpty else { return 200 }
+        let now = Date().timeIntervalSince1970
+        for limiter in limiters.values { limiter.refill(now: now) }
+        var wait = 200.0
+        for transfer in Array(active.values) where transfer.pausedForRate {
+            guard let limiter = limiters[transfer.job.feed.name] else { continue }
+            if limiter.exhausted {
+                wait = min(wait, limiter.secondsUntilAvailable * 1000)
+            } else {
+                transfer.resumeAfterRateLimit()
+            }
+        }
+        for limiter in limiters.values where limiter.exhausted { wait = min(wait, limiter.secondsUntilAvailable * 1000) }
+        return max(1, Int(wait.rounded(.up)))
+    }
+
+    // MARK: Finishing
+
+    private func handleCompleted(_ completed: [(UnsafeMutableRawPointer, Int32)]) {
+        for (handle, code) in completed {
+            guard let transfer = active[handle] else { continue }
+            multi.remove(transfer.easy)
+            let outcome = transfer.finish(curlCode: code, maxRedirects: transfer.job.feed.limits.maxRedirects ?? config.maxRedirects)
+            if case .redirect = outcome {} else { release(transfer) }
+            switch outcome {
+            case .redirect:
+                do {
+                    try transfer.configure(config: config, environment: environment)
+                    multi.add(transfer.easy)
+                } catch {
+                    deactivate(transfer)
+                    fail(transfer.job, error, transfer: transfer)
+                }
+                continue
+            case .complete(let bytes, let validators, let sha256):
+                deactivate(transfer)
+                complete(transfer, bytes: bytes, validators: validators, sha256: sha256)
+            case .notModified(let validators):
+                deactivate(transfer)
+                record { [job = transfer.job, now = clock(), clearPartial = transfer.partialRecorded] state in
+                    try state.recordValidated(job.key, urlHash: job.urlHash, validators: validators, length: nil, sha256: nil,
+                                              placed: false, at: now, clearPartial: clearPartial)
+                }
+                if transfer.file != nil || transfer.job.partial != nil { cache.removePartial(transfer.partialName) }
+                attempt(transfer, outcome: "not modified", error: nil)
+                summary.fresh += 1
+                board.emit(.fresh(transfer.job.key))
+            case .failed(let failure):
+                deactivate(transfer)
+                fail(transfer.job, failure, transfer: transfer)
+            }
+        }
+    }
+
+    /// fsync, rename into place, fsync the folder, then record — in that order (SPEC §3).
+    /// The fsync runs on the syncer (unless it is free), the rest back on this thread.
+    private func complete(_ transfer: Transfer, bytes: UInt64, validators: Validators, sha256: String?) {
+        countMetered(transfer)
+        guard let file = transfer.file else {
+            fail(transfer.job, TransferFailure(kind: .transient, message: "the partial is missing", retryAfter: nil, discardPartial: true, httpStatus: nil),
+                 transfer: transfer)
+            return
+        }
+        if syncsInline {
+            // tmpfs and ramfs keep no other copy to flush: their fsync does nothing, so it is not called.
+            place(transfer, bytes: bytes, validators: validators, sha256: sha256, synced: .success(()))
+        } else {
+            awaitingPlacement[submitSync(file)] = (transfer, bytes, validators, sha256)
+        }
+    }
+
+    private func place(_ transfer: Transfer, bytes: UInt64, validators: Validators, sha256: String?, synced: Result<Void, Errno>) {
+        if case .failure(let error) = synced {
+            fail(transfer.job, TransferFailure(kind: .transient, message: "fsync: \(error)", retryAfter: nil, discardPartial: false, httpStatus: nil),
+                 transfer: transfer)
+            return
+        }
+        switch cache.place(partial: transfer.partialName, feed: transfer.job.key.feed, path: transfer.job.key.path, folders: &openFolders) {
+        case .failure(let error):
+            cache.removePartial(transfer.partialName)
+            fail(transfer.job, TransferFailure(kind: .permanent, message: error.description, retryAfter: nil, discardPartial: true, httpStatus: nil),
+                 transfer: nil)
+        case .success(let folder):
+            record(placedIn: folder) { [job = transfer.job, now = clock(), clearPartial = transfer.partialRecorded] state in
+                try state.recordValidated(job.key, urlHash: job.urlHash, validators: validators, length: bytes, sha256: sha256,
+                                          placed: true, at: now, clearPartial: clearPartial)
+            }
+            attempt(transfer, outcome: "placed", error: nil)
+            summary.placed += 1
+            board.emit(.placed(transfer.job.key, bytes: bytes, seconds: Date().timeIntervalSince(transfer.startedAt)))
+        }
+    }
+
+    /// Folders of the cache opened by placements on this shard.
+    private var openFolders: [String: FileDescriptor] = [:]
+
+    /// Records a failure, keeps or drops the partial, and decides on a retry (SPEC §5).
+    private func fail(_ job: TransferJob, _ failure: TransferFailure, transfer: Transfer?) {
+        if let transfer {
+            countMetered(transfer)
+            attempt(transfer, outcome: "failed", error: failure.message, status: failure.httpStatus)
+            if failure.discardPartial || transfer.offset == 0 {
+                cache.removePartial(transfer.partialName)
+                record { state in try state.deletePartial(job.key) }
+            } else {
+                sync(transfer)
+            }
+        }
+        let now = clock()
+        switch failure.kind {
+        case .diskFull:
+            summary.diskFull = true
+            board.diskFull = true
+            summary.paused += 1
+            board.emit(.paused(job.key, reason: "disk full", offset: transfer?.syncedOffset ?? 0))
+            return
+        case .permanent:
+            record { state in try state.recordFailure(job.key, urlHash: job.urlHash, release: job.release, error: failure.message,
+                                             permanent: true, nextRetry: nil, at: now) }
+            report(job, failure.message, retryAt: nil)
+        case .mismatch, .transient:
+            let failures = job.failures + 1
+            let exhausted = failures >= job.feed.retry.attempts
+            var wait = failure.retryAfter.map { min($0, job.feed.retry.maxBackoff.seconds) } ?? Self.backoff(failures, job.feed.retry)
+            if failure.discardPartial && failure.kind == .transient && transfer != nil && failure.httpStatus == 416 { wait = 0 }
+            let retryAt = exhausted ? nil : now + wait
+            record { state in try state.recordFailure(job.key, urlHash: job.urlHash, release: job.release, error: failure.message,
+                                             permanent: false, nextRetry: retryAt, at: now) }
+            if failure.kind == .transient, !exhausted, wait <= 60, let retryAt {
+                var again = job
+                again.failures = failures
+                again.notBefore = retryAt
+                // FAULTS 4: the retry keeps the good bytes (curl's --retry throws them away).
+                if let transfer, !failure.discardPartial, transfer.syncedOffset > 0 {
+                    again.partial = PartialState(urlHash: job.urlHash, validators: transfer.partialValidators,
+                                                 totalLength: transfer.expectedTotal, syncedOffset: transfer.syncedOffset, updatedAt: now)
+                } else if failure.discardPartial {
+                    again.partial = nil
+                }
+                board.retry(again)
+                board.emit(.retrying(job.key, message: failure.message, after: wait))
+                return
+            }
+            report(job, failure.message, retryAt: retryAt)
+        }
+    }
+
+    private func report(_ job: TransferJob, _ message: String, retryAt: Int64?) {
+        summary.failed += 1
+        summary.failures.append((job.key, message))
+        board.emit(.failed(job.key, message: message, retryAt: retryAt))
+    }
+
+    /// Exponential backoff with jitter: `backoff · 2^(n-1)`, capped, then a uniform draw
+    /// from its upper half so a fleet does not retry in step.
+    static func backoff(_ failures: Int, _ policy: RetryPolicy) -> Int64 {
+        let base = Double(policy.backoff.seconds) * pow(2, Double(max(0, failures - 1)))
+        let capped = min(base, Double(policy.maxBackoff.seconds))
+        return Int64((capped * Double.random(in: 0.5...1.0)).rounded(.up))
+    }
+
+    // MARK: Pausing and durability
+
+    private func pause(_ transfer: Transfer, reason: String) {
+        multi.remove(transfer.easy)
+        deactivate(transfer)
+        release(transfer)
+        countMetered(transfer)
+        sync(transfer)
+        attempt(transfer, outcome: "paused", error: reason)
+        summary.paused += 1
+        board.emit(.paused(transfer.job.key, reason: reason, offset: transfer.syncedOffset))
+    }
+
+    /// The periodic fsync of a running transfer's partial, off the loop; the offset is
+    /// recorded when it is durable (`handleSynced`).
+    private func syncInBackground(_ transfer: Transfer) {
+        guard !syncsInline else { return sync(transfer) }
+        // What is still gathering is written first: a slow transfer's partial on disk lags
+        // by one sync interval, not by a whole buffer.
+        let written = transfer.settledOffset()
+        guard let file = transfer.file, written > transfer.syncedOffset,
+              !awaitingPartialSync.values.contains(where: { $0.transfer === transfer }) else { return }
+        awaitingPartialSync[submitSync(file)] = (transfer, written, transfer.partialValidators, transfer.expectedTotal)
+    }
+
+    /// fsync the partial, then record the offset: a crash never trusts unsynced bytes (FAULTS 2).
+    private func sync(_ transfer: Transfer) {
+        let written = transfer.settledOffset()  // after what is still gathering is written
+        guard written > 0, written != transfer.syncedOffset else { return }
+        guard let file = transfer.file, case .success = file.sync() else { return }
+        transfer.syncedOffset = written
+        transfer.partialRecorded = true
+        let partial = PartialState(urlHash: transfer.job.urlHash, validators: transfer.partialValidators, totalLength: transfer.expectedTotal,
+                                   syncedOffset: transfer.syncedOffset, updatedAt: clock())
+        record { [key = transfer.job.key] state in try state.recordPartial(key, partial) }
+    }
+
+    /// Counts the bytes a transfer received since it was last counted (run totals, metered budget).
+    private func countMetered(_ transfer: Transfer) {
+        let new = transfer.received - transfer.counted
+        transfer.counted = transfer.received
+        summary.bodyBytes += new
+        guard metered, new > 0 else { return }
+        let day = Planner.localDay(clock(), clock: ZoneClock(transfer.job.feed.timeZone))
+        record { state in try state.addMeteredBytes(MeteredDay(feed: transfer.job.feed.name, day: day), new) }
+    }
+
+    private func attempt(_ transfer: Transfer, outcome: String, error: String?, status: Int? = nil) {
+        record { [key = transfer.job.key, startedAt = Int64(transfer.startedAt.timeIntervalSince1970), now = clock(),
+                  bytes = transfer.received] state in
+            try state.recordAttempt(key, startedAt: startedAt, finishedAt: now, bytes: bytes, httpStatus: status, outcome: outcome, error: error)
+        }
+    }
+
+    /// State writes made since the last `commit`, handed to the board together (one lock
+    /// for a loop's worth of outcomes, not one per write).
+    private var writes: [RunBoard.StateWrite] = []
+
+    private func record(placedIn folder: FileDescriptor? = nil, _ body: @escaping (StateStore) throws -> Void) {
+        writes.append(RunBoard.StateWrite(placedIn: folder, body: body))
+    }
+
+    /// Passes the writes on; the board commits them when its transaction is due (or now).
+    private func commit(force: Bool) {
+        board.write(writes, force: force)
+        writes.removeAll(keepingCapacity: true)
+    }
+}
