@@ -28,7 +28,6 @@ final class RunBoard: @unchecked Sendable {
     /// Started (or dropped) jobs are marked, not removed, so a long queue is never shifted.
     private var taken: [Bool]
     private var head = 0
-    private var running: [String: Int] = [:]
     /// Every feed with jobs in this run, asked about pausing.
     private let feeds: [JobFeed]
     private let pauseReason: (Feed) -> String?
@@ -59,11 +58,11 @@ final class RunBoard: @unchecked Sendable {
                 taken[index] = true
                 continue
             }
-            guard job.notBefore <= now, running[job.feed.name, default: 0] < job.feed.limits.concurrency else { continue }
+            guard job.notBefore <= now, job.feed.running < job.feed.limits.concurrency else { continue }
             switch admit(job) {
             case .start:
                 taken[index] = true
-                running[job.feed.name, default: 0] += 1
+                job.feed.running += 1
                 advanceHead()
                 return job
             case .refuse:
@@ -83,7 +82,7 @@ final class RunBoard: @unchecked Sendable {
     /// A job that `next` gave out has stopped running (ended, failed, paused, or never began).
     func finished(_ job: TransferJob) {
         queueLock.lock()
-        running[job.feed.name, default: 1] -= 1
+        job.feed.running -= 1
         queueLock.unlock()
     }
 

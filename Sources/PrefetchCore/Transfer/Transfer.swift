@@ -29,6 +29,8 @@ final class JobFeed {
     var retry: RetryPolicy { feed.retry }
     var conditions: Conditions { feed.conditions }
     var timeZone: TimeZone { feed.timeZone }
+    /// Its transfers running now, on every thread (`RunBoard`, under its queue lock).
+    var running = 0
 
     init(_ feed: Feed) {
         self.feed = feed
@@ -132,7 +134,7 @@ final class Transfer {
 
     // The response being received.
     private var status = 0
-    private var headers: [String: String] = [:]
+    private var headers = ResponseHeaders()
     private var decided = false
     private var callbackFailure: TransferFailure?
 
@@ -231,7 +233,7 @@ final class Transfer {
     /// Configures the easy handle for the current URL. Throws for a missing `${VAR}`.
     func configure(config: Config, environment: [String: String]) throws(TransferFailure) {
         status = 0
-        headers = [:]
+        headers = ResponseHeaders()
         decided = false
         var lines = ["Accept-Encoding: identity"]  // ranges must refer to the stored bytes (FAULTS 15)
         if isSameOrigin(url) {
@@ -306,9 +308,10 @@ final class Transfer {
 
     // MARK: Callbacks (on the engine's thread, inside curl_multi_perform)
 
-    /// The response headers prefetch reads; others are skipped without building strings.
-    private static let wantedHeaders: [(name: [UInt8], key: String)] =
-        ["content-length", "content-range", "etag", "last-modified", "location", "retry-after"].map { (Array($0.utf8), $0) }
+    /// The response headers prefetch reads, in `ResponseHeaders.set`'s order; others are
+    /// skipped without building strings.
+    private static let wantedHeaders: [[UInt8]] =
+        ["content-length", "content-range", "etag", "last-modified", "location", "retry-after"].map { Array($0.utf8) }
 
     private func header(_ bytes: UnsafeRawBufferPointer) {
         // Trim CR/LF as bytes: in a Swift String "\r\n" is one Character, so hasSuffix("\n") misses it.
@@ -326,20 +329,20 @@ final class Transfer {
                 digits += 1
             }
             status = digits == 3 ? code : 0
-            headers = [:]
+            headers = ResponseHeaders()
             return
         }
         var colon = 0
         while colon < end, bytes[colon] != 0x3A { colon += 1 }
         guard colon < end else { return }
-        for (name, key) in Self.wantedHeaders where name.count == colon {
+        for (index, name) in Self.wantedHeaders.enumerated() where name.count == colon {
             var same = true
             for i in 0..<colon where name[i] != bytes[i] | 0x20 { same = false; break }  // ASCII case-insensitive
             guard same else { continue }
             var start = colon + 1, stop = end
             while start < stop, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
             while stop > start, bytes[stop - 1] == 0x20 || bytes[stop - 1] == 0x09 { stop -= 1 }
-            headers[key] = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<stop]), as: UTF8.self)
+            headers.set(index, String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<stop]), as: UTF8.self))
             return
         }
     }
@@ -410,7 +413,7 @@ final class Transfer {
     private func decideOnFirstByte() {
         guard (200..<300).contains(status) else { return }
         if status == 206 {
-            guard let range = Self.contentRange(headers["content-range"]), range.start == requestedFrom else {
+            guard let range = Self.contentRange(headers.contentRange), range.start == requestedFrom else {
                 callbackFailure = TransferFailure(kind: .transient, message: "the server sent a range that does not continue the partial",
                                                   retryAfter: nil, discardPartial: true, httpStatus: status)
                 return
@@ -418,7 +421,7 @@ final class Transfer {
             expectedTotal = range.total
         } else {
             if requestedFrom > 0 || offset > 0 { restartFromZero() }
-            expectedTotal = headers["content-length"].flatMap { UInt64($0) }
+            expectedTotal = headers.contentLength.flatMap { UInt64($0) }
         }
         if file == nil, !openFile() { return }
         if body == nil, hashing || expectedTotal.map({ $0 > offset ? $0 - offset : 0 }) ?? .max >= Self.gatherFrom {
@@ -426,7 +429,7 @@ final class Transfer {
         }
         // A new version starts: its validators belong to the partial (SPEC §5).
         if status != 206 || partialValidators == Validators() {
-            partialValidators = Validators(etag: headers["etag"], lastModified: headers["last-modified"])
+            partialValidators = Validators(etag: headers.etag, lastModified: headers.lastModified)
         }
     }
 
@@ -469,15 +472,15 @@ final class Transfer {
         if let failure = callbackFailure { return .failed(failure) }
         let http = status
         if (300..<400).contains(http), http != 304 {
-            guard let target = easy.redirectURL ?? headers["location"] else {
+            guard let target = easy.redirectURL ?? headers.location else {
                 return .failed(permanent("HTTP \(http) without a usable Location", http))
             }
             return followRedirect(to: target, status: http, maxRedirects: maxRedirects)
         }
         if http == 304 {
             if conditional {
-                let validators = Validators(etag: headers["etag"] ?? job.cachedValidators?.etag,
-                                            lastModified: headers["last-modified"] ?? job.cachedValidators?.lastModified)
+                let validators = Validators(etag: headers.etag ?? job.cachedValidators?.etag,
+                                            lastModified: headers.lastModified ?? job.cachedValidators?.lastModified)
                 return .notModified(validators)
             }
             return .failed(TransferFailure(kind: .transient, message: "unexpected 304 to an unconditional request",
@@ -485,7 +488,7 @@ final class Transfer {
         }
         if http == 416 {
             // FAULTS 9: the partial may already hold the whole file.
-            if let range = headers["content-range"], range.hasPrefix("bytes */"), let total = UInt64(range.dropFirst(8)),
+            if let range = headers.contentRange, range.hasPrefix("bytes */"), let total = UInt64(range.dropFirst(8)),
                total == offset, offset > 0 {
                 expectedTotal = total
                 return verify()
@@ -512,7 +515,7 @@ final class Transfer {
         case 401, 403, 404, 410:
             return .failed(permanent("HTTP \(http)", http))
         case 429, 503:
-            return .failed(TransferFailure(kind: .transient, message: "HTTP \(http)", retryAfter: Self.retryAfter(headers["retry-after"]),
+            return .failed(TransferFailure(kind: .transient, message: "HTTP \(http)", retryAfter: Self.retryAfter(headers.retryAfter),
                                            discardPartial: false, httpStatus: http))
         case 500..<600:
             return .failed(TransferFailure(kind: .transient, message: "HTTP \(http)", retryAfter: nil, discardPartial: false, httpStatus: http))
@@ -579,5 +582,28 @@ final class Transfer {
             if let date = formatter.date(from: value) { return max(0, Int64(date.timeIntervalSince(now).rounded(.up))) }
         }
         return nil
+    }
+}
+
+/// The response headers a transfer reads (the last of each name wins), kept without a
+/// dictionary: a response is parsed per request, thousands of times in a run.
+struct ResponseHeaders {
+    var contentLength: String?
+    var contentRange: String?
+    var etag: String?
+    var lastModified: String?
+    var location: String?
+    var retryAfter: String?
+
+    /// Sets the header at `index` in `Transfer.wantedHeaders`.
+    mutating func set(_ index: Int, _ value: String) {
+        switch index {
+        case 0: contentLength = value
+        case 1: contentRange = value
+        case 2: etag = value
+        case 3: lastModified = value
+        case 4: location = value
+        default: retryAfter = value
+        }
     }
 }
