@@ -10,14 +10,16 @@
 #       nginx's access log must show that no body byte moved.
 # Everything runs twice: with the outputs on tmpfs (whose fsync does nothing: prefetch does
 # not call it there for complete files) and on disk, so
-# the two tables show what durability costs. Reported: median wall time over RUNS runs
+# the two tables show what durability costs. Reported: median wall time over RUNS or RUNS_SMALL runs
 # (after one untimed warm-up; outputs cleared and `sync` between runs), throughput,
 # peak RSS (/usr/bin/time -f %M, max over the timed runs) and the time ratio to curl;
 # then PASS/MISS against the targets. A report, not a test: it exits 0 once it has
 # figures. Progress goes to stderr, the report to stdout (and bench/out/transfer/report.txt).
 #
 # Environment:
-#   RUNS=5            timed runs per tool and case (after one untimed warm-up)
+#   RUNS=5            timed runs per tool of (a) (after one untimed warm-up)
+#   RUNS_SMALL=11     the same for (b), (c) and their references: short runs on a noisy
+#                     machine, where 5 medians left the ratio to curl 5-10 % apart run to run
 #   SCRATCH=DIR       swift build --scratch-path (default: the package's .build)
 #   SKIP_BUILD=1      use the release binary already built
 #   PORT=8790         first port to try for nginx on 127.0.0.1 (the next free one is used)
@@ -43,6 +45,7 @@ ROOT=$(cd "$BENCH/.." && pwd)
 OUT="$BENCH/out"
 WORK="$OUT/transfer"
 RUNS=${RUNS:-5}
+RUNS_SMALL=${RUNS_SMALL:-11}
 PORT=${PORT:-8790}
 BIG_MIB=${BIG_MIB:-512}
 FILES=${FILES:-2000}
@@ -203,7 +206,7 @@ timed_figures() {
 # close_runs KEY: their medians (and the maximum RSS) become KEY's result.
 declare -A TIMES CPUS
 keep_run() { TIMES[$1]+="$T_SECS "; CPUS[$1]+="$T_CPU "; [ "$T_RSS" -gt "${RSS[$1]:-0}" ] && RSS[$1]=$T_RSS; }
-close_runs() { TIME[$1]=$(printf '%s\n' ${TIMES[$1]} | median); CPU[$1]=$(printf '%s\n' ${CPUS[$1]} | median); NRUNS[$1]=$RUNS; }
+close_runs() { TIME[$1]=$(printf '%s\n' ${TIMES[$1]} | median); CPU[$1]=$(printf '%s\n' ${CPUS[$1]} | median); NRUNS[$1]=$(printf '%s\n' ${TIMES[$1]} | grep -c .); }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.4f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # check_a TOOL OUTDIR / check_b TOOL OUTDIR: the output is complete ("" when fine, else why).
@@ -240,11 +243,12 @@ cmd_b() {
 
 TOOLS=(prefetch curl wget2 aria2c)
 declare -A TIME CPU RSS NRUNS REQS BYTES STATUS FAILED
-# bench_case CASE MEDIUM BASE: a warm-up round, then RUNS rounds, each tool once per
+# bench_case CASE MEDIUM BASE: a warm-up round, then RUNS ((a)) or RUNS_SMALL rounds, each tool once per
 # round (interleaved, so a change in the machine's load hits every tool alike).
 bench_case() {
-    local case=$1 medium=$2 base=$3 tool round n0 why key
-    for ((round = 0; round <= RUNS; round++)); do
+    local case=$1 medium=$2 base=$3 tool round n0 why key runs=$RUNS
+    [ "$case" = a ] || runs=$RUNS_SMALL
+    for ((round = 0; round <= runs; round++)); do
         for tool in "${TOOLS[@]}"; do
             key="$case/$medium/$tool"
             [ -n "${FAILED[$key]:-}" ] && continue
@@ -269,7 +273,7 @@ bench_case() {
                 continue
             fi
             keep_run "$key"
-            say "bench: ($case, $medium) $tool run $round/$RUNS ${T_SECS}s ${T_RSS} KiB, ${REQS[$key]} requests, ${BYTES[$key]} body bytes"
+            say "bench: ($case, $medium) $tool run $round/$runs ${T_SECS}s ${T_RSS} KiB, ${REQS[$key]} requests, ${BYTES[$key]} body bytes"
         done
     done
     clear_output "$base/run"; sync   # a trash folder stays until the medium is done
@@ -281,7 +285,7 @@ bench_case() {
 }
 
 # bench_revalidate MEDIUM BASE: (c). A complete cache from an untimed run of (b), then a
-# warm-up and RUNS timed runs, each with the clock RUNS·2h further on so `refresh: 1h`
+# warm-up and RUNS_SMALL timed runs, each with the clock 2h further on so `refresh: 1h`
 # has passed and the release is new: every resource is revalidated.
 bench_revalidate() {
     local medium=$1 base=$2 cache="$2/reval/cache" round n0 key="c/$1/prefetch" offset before after
@@ -289,7 +293,7 @@ bench_revalidate() {
     C_OK[$medium]=1 C_BODY[$medium]=0 C_NOTE[$medium]=
     rm -rf "$base/reval"; mkdir -p "$base/reval"
     "${cmd[@]}" >"$TMP/stdout" 2>"$TMP/stderr" || { FAILED[$key]="the filling run exited $?: $(head -c 300 "$TMP/stderr")"; say "bench: (c, $medium) ${FAILED[$key]}"; return; }
-    for ((round = 0; round <= RUNS; round++)); do
+    for ((round = 0; round <= RUNS_SMALL; round++)); do
         offset="+$((2 * (round + 1)))h"
         before=$(cd "$cache/small" && find . -type f -printf '%p %i %s %T@\n' | sort | sha256sum)
         n0=$(log_lines)
@@ -317,13 +321,13 @@ bench_revalidate() {
             continue
         fi
         keep_run "$key"
-        say "bench: (c, $medium) prefetch run $round/$RUNS at $offset ${T_SECS}s ${T_RSS} KiB, ${REQS[$key]} requests (${STATUS[$key]}), ${BYTES[$key]} body bytes"
+        say "bench: (c, $medium) prefetch run $round/$RUNS_SMALL at $offset ${T_SECS}s ${T_RSS} KiB, ${REQS[$key]} requests (${STATUS[$key]}), ${BYTES[$key]} body bytes"
     done
     close_runs "$key"
     # For reference: the same run once more at the same moment, when nothing is due (every
     # copy was just revalidated): what any `run` over this feed costs before transferring.
     key="n/$medium/prefetch"
-    for ((round = 1; round <= RUNS; round++)); do
+    for ((round = 1; round <= RUNS_SMALL; round++)); do
         n0=$(log_lines)
         local t0 t1
         t0=$(date +%s%N)
@@ -334,7 +338,7 @@ bench_revalidate() {
         read -r REQS[$key] BYTES[$key] STATUS[$key] < <(log_since "$n0")
         [ "$T_EXIT" = 0 ] && [ "${REQS[$key]}" = 0 ] || say "bench: (nothing due, $medium) exit $T_EXIT, ${REQS[$key]} requests"
         keep_run "$key"
-        say "bench: (nothing due, $medium) prefetch run $round/$RUNS at $offset ${T_SECS}s, ${REQS[$key]} requests"
+        say "bench: (nothing due, $medium) prefetch run $round/$RUNS_SMALL at $offset ${T_SECS}s, ${REQS[$key]} requests"
     done
     close_runs "$key"
     rm -rf "$base/reval"; sync
@@ -342,7 +346,7 @@ bench_revalidate() {
 
 # curl_revalidate MEDIUM BASE: a reference for (c), not a target. curl sends the same 2000
 # conditional requests (If-None-Match with each file's ETag, as nginx makes it: "%x-%x" of
-# mtime and size), RUNS times after a warm-up: the floor of 2000 304s on this machine for
+# mtime and size), RUNS_SMALL times after a warm-up: the floor of 2000 304s on this machine for
 # a tool that reads no manifest, keeps no state and checks no cache.
 curl_revalidate() {
     local medium=$1 base=$2 key="r/$1/curl" round n0 t0 t1
@@ -350,7 +354,7 @@ curl_revalidate() {
     find "$WWW/small" -maxdepth 1 -name 'f*.bin' -printf '%f %s %T@\n' | sort | head -n "$FILES" | awk -v url="$URL" -v out="$base/creval" '{
         if (NR > 1) print "next"   # between entries only: a trailing one is an empty entry (exit 2)
         printf "url = \"%s/small/%s\"\nheader = \"If-None-Match: \\\"%x-%x\\\"\"\noutput = \"%s/%s\"\n", url, $1, int($3), $2, out, $1 }' >"$IN/curl-inm.cfg"
-    for ((round = 0; round <= RUNS; round++)); do
+    for ((round = 0; round <= RUNS_SMALL; round++)); do
         n0=$(log_lines)
         sync
         t0=$(date +%s%N)
@@ -366,7 +370,7 @@ curl_revalidate() {
         fi
         [ "$round" = 0 ] && continue
         keep_run "$key"
-        say "bench: (c reference, $medium) curl run $round/$RUNS ${T_SECS}s, ${REQS[$key]} requests (${STATUS[$key]})"
+        say "bench: (c reference, $medium) curl run $round/$RUNS_SMALL ${T_SECS}s, ${REQS[$key]} requests (${STATUS[$key]})"
     done
     close_runs "$key"
     rm -rf "$base/creval"
@@ -476,7 +480,7 @@ report() {
     echo "machine: $(nproc) cores, $(uname -sr), $(awk '/MemTotal/ { printf "%.0f GiB RAM", $2 / 1048576 }' /proc/meminfo)"
     echo "versions: $(ver curl --version | cut -d' ' -f1-2); $(ver wget2 --version | sed 's/ - .*//'); $(ver aria2c --version); $(ver nginx -v | sed 's/.*: //'); $(ver swift --version)"
     echo "prefetch: $BIN ($("$BIN" --version 2>&1 | head -n 1)); commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)$(git -C "$ROOT" diff --quiet -- Sources 2>/dev/null || echo " + uncommitted changes in Sources")"
-    echo "median of $RUNS timed runs after 1 warm-up, tools interleaved; wall time of the whole process (CPU s: user + sys);"
+    echo "median of $RUNS timed runs of (a), $RUNS_SMALL of (b) and (c), after 1 warm-up, tools interleaved; wall time of the whole process (CPU s: user + sys);"
     echo "outputs cleared and sync'd before each run ($([ -n "${DELETE_BETWEEN:-}" ] && echo "deleted" || echo "deleted; on disk (b)'s are renamed aside and deleted after (c)"));"
     echo "MB = MiB; x curl = time / curl's time; measuring took ${ELAPSED}s"
     for medium in $MEDIA; do report "$medium"; done
