@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+@testable import PrefetchCore
+
+/// What the transfer threads of one run share: the queue, the feeds' running counts, pauses,
+/// state.db's group commit and the progress lines.
+@Suite struct RunBoardTests {
+    /// Jobs of one feed, in manifest order.
+    static func jobs(feed name: String, concurrency: Int, count: Int) -> [TransferJob] {
+        var yaml = "name: \(name)\nlimits: { concurrency: \(concurrency) }\nresources:\n"
+        for index in 0..<count { yaml += "  - url: https://e.com/\(name)\(index).bin\n" }
+        let feed = JobFeed(PlannerTests.feed(yaml))
+        return feed.feed.resources.map { resource in
+            TransferJob(feed: feed, resource: resource, key: ResourceKey(feed: name, path: resource.path),
+                        urlHash: ResourceURL.hash(of: resource.url), release: 0, cachedValidators: nil, partial: nil, failures: 0)
+        }
+    }
+
+    final class Events: @unchecked Sendable {
+        var all: [RunEvent] = []
+        var progress: [[String]] {
+            all.compactMap { if case .progress(let list) = $0 { list.map(\.key.path) } else { nil } }
+        }
+    }
+
+    static func board(_ jobs: [TransferJob], shards: Int = 2, stopped: @escaping (Feed) -> String? = { _ in nil },
+                      events: Events = Events()) throws -> (RunBoard, TemporaryFolderForUnitTests) {
+        let folder = try TemporaryFolderForUnitTests()
+        let state = try StateStore.openForWriting(folder.path + "/state.db")
+        return (RunBoard(jobs: jobs, state: state, syncsFolders: false, shards: shards, pauseReason: stopped,
+                         onEvent: { events.all.append($0) }), folder)
+    }
+
+    @Test func jobsComeInPlanOrderWithinTheFeedsConcurrencyOverAllShards() throws {
+        let jobs = Self.jobs(feed: "a", concurrency: 2, count: 4)
+        let (board, _) = try Self.board(jobs)
+        let first = board.next(now: 0) { _ in .start }   // one shard
+        let second = board.next(now: 0) { _ in .start }  // the other
+        #expect(first?.key.path == "a0.bin" && second?.key.path == "a1.bin")
+        #expect(board.next(now: 0) { _ in .start } == nil, "a third transfer of a feed of concurrency 2")
+        board.finished(try #require(first))
+        #expect(board.next(now: 0) { _ in .start }?.key.path == "a2.bin")
+        #expect(!board.drained)
+        board.finished(try #require(second))
+        #expect(board.next(now: 0) { _ in .start }?.key.path == "a3.bin")
+        #expect(board.drained)
+    }
+
+    @Test func aJobAShardWaitsOnKeepsItsPlaceAndARefusedOneIsDropped() throws {
+        let (board, _) = try Self.board(Self.jobs(feed: "a", concurrency: 8, count: 3))
+        // This shard cannot take a0 (its own limit) and refuses a1 (a budget): it gets a2.
+        let taken = board.next(now: 0) { job in job.key.path == "a0.bin" ? .wait : job.key.path == "a1.bin" ? .refuse : .start }
+        #expect(taken?.key.path == "a2.bin")
+        #expect(board.next(now: 0) { _ in .start }?.key.path == "a0.bin")  // the other shard
+        #expect(board.next(now: 0) { _ in .start } == nil && board.drained)
+    }
+
+    @Test func retriesQueueLastAndWaitForTheirTime() throws {
+        let (board, _) = try Self.board(Self.jobs(feed: "a", concurrency: 8, count: 2))
+        var retry = try #require(board.next(now: 100) { _ in .start })
+        board.finished(retry)
+        retry.notBefore = 130
+        board.retry(retry)
+        #expect(board.next(now: 100) { _ in .start }?.key.path == "a1.bin")
+        #expect(board.next(now: 129) { _ in .start } == nil && !board.drained)
+        #expect(board.next(now: 130) { _ in .start }?.key.path == "a0.bin")
+        #expect(board.drained)
+    }
+
+    @Test func aPausedFeedsQueuedJobsAreDroppedAndItStaysPaused() throws {
+        var asked = 0
+        let jobs = Self.jobs(feed: "a", concurrency: 8, count: 2) + Self.jobs(feed: "b", concurrency: 8, count: 2)
+        let (board, _) = try Self.board(jobs, stopped: { feed in
+            asked += 1
+            return feed.name == "a" ? "window closed" : nil
+        })
+        #expect(board.stoppedFeeds(now: Date()) == ["a": "window closed"])
+        #expect(asked == 2)
+        #expect(board.stoppedFeeds(now: Date()) == ["a": "window closed"])
+        #expect(asked == 2, "feeds are asked again only after 2 s")
+        #expect(board.stoppedFeeds(now: Date().addingTimeInterval(3)) == ["a": "window closed"])
+        #expect(asked == 3, "a paused feed is not asked again; the other is")
+        #expect(board.next(now: 0) { _ in .start }?.key.path == "b0.bin")
+        #expect(board.next(now: 0) { _ in .start }?.key.path == "b1.bin")
+        #expect(board.next(now: 0) { _ in .start } == nil && board.drained)
+    }
+
+    @Test func progressLinesJoinTheShardsAndDropWhatEnded() throws {
+        let events = Events()
+        let (board, _) = try Self.board([], events: events)
+        func line(_ path: String) -> TransferProgress { TransferProgress(key: ResourceKey(feed: "t", path: path), bytes: 1, total: nil, rate: 1) }
+        board.progress(shard: 1, [line("z.bin")])
+        board.progress(shard: 0, [line("b.bin"), line("a.bin")])
+        board.emit(.placed(ResourceKey(feed: "t", path: "z.bin"), bytes: 1, seconds: 0))
+        board.progress(shard: 0, [line("b.bin")])
+        #expect(events.progress == [["z.bin"], ["a.bin", "b.bin", "z.bin"], ["b.bin"]])
+    }
+
+    @Test func writesAreCommittedTogetherWhenDueOrForced() throws {
+        let (board, folder) = try Self.board([])
+        let key = ResourceKey(feed: "t", path: "a.bin")
+        func recorded() throws -> Bool {
+            try StateStore.openReadOnly(folder.path + "/state.db")?.snapshot().resources[key] != nil
+        }
+        board.write([RunBoard.StateWrite(placedIn: nil) { state in
+            try state.recordValidated(key, urlHash: "h", validators: Validators(), length: 1, sha256: nil, placed: true, at: 1)
+        }], force: false)
+        #expect(try !recorded(), "committed at once: no group commit")
+        board.write([], force: true)
+        #expect(try recorded())
+    }
+}
