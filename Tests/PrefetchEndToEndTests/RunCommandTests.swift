@@ -50,6 +50,20 @@ import PrefetchCore
             return (process, log)
         }
 
+        /// `prefetch run --json` in the background, its stdout to the returned pipe.
+        func startRun(environment: [String: String] = [:]) throws -> (Process, Pipe) {
+            let process = Process()
+            process.executableURL = BinaryRunner.executable
+            process.arguments = ["run", "--json", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"]
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            process.currentDirectoryURL = dir.url
+            let out = Pipe()
+            process.standardOutput = out
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            return (process, out)
+        }
+
         func stat(_ path: String) -> stat? {
             var info = Glibc.stat()
             return lstat(dir.url.appendingPathComponent("cache/" + path).path, &info) == 0 ? info : nil
@@ -214,14 +228,7 @@ import PrefetchCore
         let body = Self.random(3_000_000, seed: 6)
         let setup = try Setup(files: ["slow/s.bin": body])
         try setup.feed("resources:\n  - url: ORIGIN/slow/s.bin\n")
-        let process = Process()
-        process.executableURL = BinaryRunner.executable
-        process.arguments = ["run", "--json", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"]
-        process.currentDirectoryURL = setup.dir.url
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let (process, out) = try setup.startRun()
         Thread.sleep(forTimeInterval: 1.5)
         let stopAt = Date()
         process.terminate()  // SIGTERM
@@ -249,15 +256,7 @@ import PrefetchCore
         }
         let setup = try Setup(files: files)
         try setup.feed(yaml)
-        let process = Process()
-        process.executableURL = BinaryRunner.executable
-        process.arguments = ["run", "--json", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"]
-        process.environment = ProcessInfo.processInfo.environment.merging(["PREFETCH_TRANSFER_THREADS": "2"]) { $1 }
-        process.currentDirectoryURL = setup.dir.url
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let (process, out) = try setup.startRun(environment: ["PREFETCH_TRANSFER_THREADS": "2"])
         Thread.sleep(forTimeInterval: 1.5)
         process.terminate()  // SIGTERM
         let lines = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
