@@ -21,6 +21,13 @@ enum BinaryRunner {
             .appendingPathComponent("../../.build/debug/prefetch").standardized
     }()
 
+    /// What every prefetch run takes from the test process's environment:
+    /// `PREFETCH_TRANSFER_THREADS`, so `PREFETCH_TRANSFER_THREADS=2 swift test` puts every
+    /// run that does not set its own on two transfer threads (`scripts/test` does so).
+    static var inherited: [String: String] {
+        ProcessInfo.processInfo.environment.filter { $0.key == "PREFETCH_TRANSFER_THREADS" }
+    }
+
     /// Runs `prefetch arguments…` in `directory`, with `environment` added to a minimal one.
     /// Output goes to files, so a chatty child can never block on a full pipe.
     /// `executable` runs something else instead (e.g. `script`, to give prefetch a terminal).
@@ -40,6 +47,7 @@ enum BinaryRunner {
         process.arguments = arguments
         if let directory { process.currentDirectoryURL = directory }
         var env = ["PATH": "/usr/bin:/bin", "TZ": "UTC", "HOME": scratch.url.path]
+        env.merge(inherited) { $1 }
         env.merge(environment) { $1 }
         process.environment = env
         process.standardOutput = outHandle

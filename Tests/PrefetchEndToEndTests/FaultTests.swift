@@ -84,6 +84,7 @@ import PrefetchCore
             process.arguments = ["run", "--json", "--feeds", "feeds", "--cache", "cache", "--config", config]
             process.currentDirectoryURL = dir.url
             var env = ["PATH": "/usr/bin:/bin", "TZ": "UTC", "HOME": scratch.url.path]
+            env.merge(BinaryRunner.inherited) { $1 }
             env.merge(environment) { $1 }
             if let offset { env["PREFETCH_CLOCK_OFFSET"] = offset }
             process.environment = env

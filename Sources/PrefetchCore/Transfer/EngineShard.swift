@@ -11,9 +11,12 @@ final class EngineShard: @unchecked Sendable {
     private let environment: [String: String]
     private let clock: () -> Int64
     private let multi: CurlMulti
-    /// This shard's share of `concurrency` and of `per_host`: the shares add up to them.
+    /// This shard's share of `concurrency` and of `per_host`, and which of `shards` it is
+    /// (a feed's `limits.concurrency` is shared out the same way): the shares add up to
+    /// the limits.
     private let concurrency: Int
     private let perHost: Int
+    private let shards: Int
     private var active: [UnsafeMutableRawPointer: Transfer] = [:]
     private(set) var summary = EngineSummary()
     /// Feeds whose metered bytes count toward their budget.
@@ -23,9 +26,10 @@ final class EngineShard: @unchecked Sendable {
     private let allowances: [String: MeteredAllowance]
     private let limiters: [String: RateLimiter]
 
-    init(index: Int, concurrency: Int, perHost: Int, board: RunBoard, cache: CacheFolder, config: Config, environment: [String: String],
+    init(index: Int, of shards: Int, concurrency: Int, perHost: Int, board: RunBoard, cache: CacheFolder, config: Config, environment: [String: String],
          metered: Bool, allowances: [String: MeteredAllowance], limiters: [String: RateLimiter], clock: @escaping () -> Int64) {
         self.index = index
+        self.shards = shards
         self.concurrency = concurrency
         self.perHost = perHost
         self.board = board
@@ -163,8 +167,8 @@ final class EngineShard: @unchecked Sendable {
         if let busy = busySince { summary.transferSeconds += Date().timeIntervalSince(busy) }
     }
 
-    /// Whether this shard takes `job` now: its own limits (connections per origin, the
-    /// feed's rate), then the feed's metered budget.
+    /// Whether this shard takes `job` now: its shares of the feed's concurrency and of the
+    /// connections per origin, the feed's rate, then the feed's metered budget.
     private func admit(_ job: TransferJob) -> RunBoard.Admission {
         guard canStart(job) else { return .wait }
         switch admitUnderBudget(job) {
@@ -177,18 +181,19 @@ final class EngineShard: @unchecked Sendable {
         }
     }
 
-    /// Takes a transfer out of the running set: its feed's slot is free for the next job.
+    /// Takes a transfer out of the running set.
     private func deactivate(_ transfer: Transfer) {
         active[transfer.easy.handle] = nil
-        board.finished(transfer.job)
     }
 
     // MARK: Starting
 
     private func canStart(_ job: TransferJob) -> Bool {
+        var sameFeed = 0
         var sameOrigin = 0
         let url = job.resource.url
         for transfer in active.values {
+            if transfer.job.feed === job.feed { sameFeed += 1 }
             let other = transfer.job.resource.url
             if other.port == url.port && other.host == url.host && other.scheme == url.scheme { sameOrigin += 1 }
         }
@@ -196,7 +201,7 @@ final class EngineShard: @unchecked Sendable {
             limiter.refill(now: Date().timeIntervalSince1970)
             if limiter.exhausted { return false }  // the feed is over its rate: new transfers wait too
         }
-        return sameOrigin < perHost
+        return sameFeed < TransferEngine.share(job.feed.limits.concurrency, index, shards) && sameOrigin < perHost
     }
 
     private func start(_ job: TransferJob) {
@@ -210,7 +215,6 @@ final class EngineShard: @unchecked Sendable {
         do {
             try transfer.configure(config: config, environment: environment)
         } catch {
-            board.finished(job)
             fail(job, error, transfer: transfer)
             return
         }

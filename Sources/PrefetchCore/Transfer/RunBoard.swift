@@ -1,8 +1,9 @@
 import Foundation
 
 /// What the threads of one engine run share (`TransferEngine`, `EngineShard`): the job
-/// queue in plan order with each feed's running count, the feeds paused in this run, the
-/// disk-full flag, state.db's group commit, and the event stream.
+/// queue in plan order, the feeds paused in this run, the disk-full flag, state.db's group
+/// commit, and the event stream. Limits are not counted here: each shard keeps within its
+/// share of every one of them (`TransferEngine.share`).
 ///
 /// Each part has its own lock, held only for bookkeeping, never while a shard waits for the
 /// network. The queue and state locks may take the event lock (`admit` and a failed write
@@ -43,9 +44,8 @@ final class RunBoard: @unchecked Sendable {
         case refuse
     }
 
-    /// The first queued job, in plan order, that may start now: due, its feed under its
-    /// `concurrency` across all shards, and taken by `admit` (the shard's own limits). The
-    /// job counts as running on its feed until `finished`.
+    /// The first queued job, in plan order, that is due and that `admit` takes (the
+    /// calling shard's limits).
     func next(now: Int64, admit: (TransferJob) -> Admission) -> TransferJob? {
         queueLock.lock()
         defer { queueLock.unlock() }
@@ -58,11 +58,10 @@ final class RunBoard: @unchecked Sendable {
                 taken[index] = true
                 continue
             }
-            guard job.notBefore <= now, job.feed.running < job.feed.limits.concurrency else { continue }
+            guard job.notBefore <= now else { continue }
             switch admit(job) {
             case .start:
                 taken[index] = true
-                job.feed.running += 1
                 advanceHead()
                 return job
             case .refuse:
@@ -77,13 +76,6 @@ final class RunBoard: @unchecked Sendable {
 
     private func advanceHead() {
         while head < queue.count, taken[head] { head += 1 }
-    }
-
-    /// A job that `next` gave out has stopped running (ended, failed, paused, or never began).
-    func finished(_ job: TransferJob) {
-        queueLock.lock()
-        job.feed.running -= 1
-        queueLock.unlock()
     }
 
     /// A retry within this run, queued after everything else.

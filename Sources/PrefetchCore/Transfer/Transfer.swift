@@ -29,8 +29,6 @@ final class JobFeed {
     var retry: RetryPolicy { feed.retry }
     var conditions: Conditions { feed.conditions }
     var timeZone: TimeZone { feed.timeZone }
-    /// Its transfers running now, on every thread (`RunBoard`, under its queue lock).
-    var running = 0
 
     init(_ feed: Feed) {
         self.feed = feed

@@ -32,8 +32,10 @@ struct EngineSummary {
 }
 
 /// Runs transfers within the limits of SPEC §5 and writes every outcome to state.db as it
-/// happens. Each `EngineShard` drives its own libcurl multi handle on its own thread, with a
-/// share of `concurrency` and `per_host`; they take jobs in plan order from one `RunBoard`.
+/// happens. Each `EngineShard` drives its own libcurl multi handle on its own thread, with an
+/// even share of `concurrency`, `per_host` and each feed's `limits.concurrency` (so a feed
+/// of concurrency 1 runs on the first shard only); they take jobs in plan order from one
+/// `RunBoard`.
 ///
 /// One shard is the rule. Many small transfers make a run CPU-bound on one core (libcurl,
 /// the kernel's socket and file work, the rename, state.db), so a run of at least
@@ -111,7 +113,7 @@ final class TransferEngine {
         let board = RunBoard(jobs: jobs, state: state, syncsFolders: !cache.syncIsFree, shards: count,
                              pauseReason: pauseReason, onEvent: onEvent)
         let shards = (0..<count).map { index in
-            EngineShard(index: index, concurrency: Self.share(config.concurrency, index, count), perHost: Self.share(config.perHost, index, count),
+            EngineShard(index: index, of: count, concurrency: Self.share(config.concurrency, index, count), perHost: Self.share(config.perHost, index, count),
                         board: board, cache: cache, config: config, environment: environment, metered: metered,
                         allowances: allowances, limiters: limiters, clock: clock)
         }
