@@ -791,6 +791,22 @@ import PrefetchCore
         s.checkInvariant(["t/a.bin": [body]])
     }
 
+    /// A hashed body that fails its length check is dropped while its last buffers are still
+    /// queued for hashing: the run waits for that hashing before it exits. It once did not,
+    /// and a run crashed with SIGSEGV (exit status 11) now and then: the hashing thread was
+    /// inside libcrypto when OpenSSL's exit handler freed its tables.
+    @Test func aRunExitsOnlyAfterTheHashingOfAFailedBody() throws {
+        let body = Self.bytes(8 << 20, seed: 150)
+        for attempt in 0..<6 {
+            let s = try Scenario()
+            s.origin.serve("/big.bin", OriginResource(body, etag: "\"b1\""))
+            try s.feed(Self.nextRun + "resources:\n  - url: ORIGIN/big.bin\n    size: 9000000\n    sha256: \(Self.sha(body))\n")
+            let result = try s.run()
+            #expect(result.status == 1, "attempt \(attempt): \(result.diagnostics)")
+            #expect(result.failure("big.bin")?.contains("size mismatch") == true, "attempt \(attempt): \(result.diagnostics)")
+        }
+    }
+
     // MARK: - Errors, retries, slow servers (FAULTS 16, 17)
 
     /// FAULTS 16: 429/503 with Retry-After in seconds or as an HTTP-date → wait that long (capped

@@ -42,34 +42,29 @@ public enum Jitter {
     }
 }
 
-/// SHA-256 through OpenSSL's libcrypto (EVP), incremental or in one call.
+/// SHA-256 through OpenSSL's libcrypto, incremental or in one call. Its low-level functions
+/// (see `CCrypto/shim.h`): a plain context, no provider state, so a thread may still be
+/// hashing while the process exits without touching anything OpenSSL's exit handler frees.
 public final class SHA256 {
-    private let context: OpaquePointer
-
-    /// SHA-256 fetched from the provider once: `EVP_sha256()` in an init would look the
-    /// algorithm up again on every call (OpenSSL 3's implicit fetch), which dominated the
-    /// cost of hashing short strings such as URLs.
-    nonisolated(unsafe) private static let algorithm: OpaquePointer? = EVP_MD_fetch(nil, "SHA256", nil)
+    private let context = UnsafeMutablePointer<SHA256_CTX>.allocate(capacity: 1)
 
     public init() {
-        context = EVP_MD_CTX_new()
-        EVP_DigestInit_ex(context, Self.algorithm ?? EVP_sha256(), nil)
+        prefetch_sha256_init(context)
     }
 
     deinit {
-        EVP_MD_CTX_free(context)
+        context.deallocate()
     }
 
     /// Adds bytes to the digest.
     public func update(_ bytes: UnsafeRawBufferPointer) {
-        EVP_DigestUpdate(context, bytes.baseAddress, bytes.count)
+        prefetch_sha256_update(context, bytes.baseAddress, bytes.count)
     }
 
     /// The 32-byte digest; the object must not be used afterwards.
     public func finish() -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        EVP_DigestFinal_ex(context, &out, &length)
+        prefetch_sha256_final(context, &out)
         return out
     }
 

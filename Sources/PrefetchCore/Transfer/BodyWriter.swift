@@ -95,10 +95,23 @@ final class BodyWriter: @unchecked Sendable {
     }
 
     private func dispatch(_ chunk: Chunk) {
+        Self.queued.enter()
         queue.async { [self] in
             hasher.update(UnsafeRawBufferPointer(start: chunk.pointer, count: chunk.count))
             BufferPool.shared.giveBack(chunk.pointer)
+            Self.queued.leave()
         }
+    }
+
+    /// Every writer's queued hashing, done or not.
+    private static let queued = DispatchGroup()
+
+    /// Waits until no writer has hashing queued. A transfer that fails drops its writer
+    /// without waiting for the digest, and the blocks already queued still run: the engine
+    /// waits for them before it returns, so none is still inside libcrypto when the process
+    /// exits and OpenSSL's exit handler frees its tables (that crashed a run with SIGSEGV).
+    static func waitForHashing() {
+        queued.wait()
     }
 
     /// The digest of everything hashed: call after the last `flush`.

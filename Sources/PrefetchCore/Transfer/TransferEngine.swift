@@ -130,6 +130,7 @@ final class TransferEngine {
         }
         shards[0].run(stopRequested: stopRequested)
         done.wait()
+        BodyWriter.waitForHashing()
         board.write([], force: true)
         return shards.dropFirst().reduce(into: shards[0].summary) { total, shard in
             let part = shard.summary
