@@ -59,22 +59,43 @@ public enum Commands {
                                    "Override probes: network=metered|unmetered, power=ac|battery, battery=N, free=SIZE.")
     static let json = OptionSpec("--json", "Print one JSON object per line.")
 
+    /// The environment variables a command that plans reads; `transfers`: and one that transfers.
+    static func environment(transfers: Bool) -> String {
+        var text = """
+            ENVIRONMENT:
+              PREFETCH_CLOCK_OFFSET      Shift the clock read, e.g. +2h or -90s (rehearse tonight now).
+              PREFETCH_MACHINE_ID        This machine's name for jitter (else machine_id, then /etc/machine-id).
+            """
+        if transfers {
+            text += """
+
+                  PREFETCH_TRANSFER_THREADS  Transfer threads, 1 to 64 (default: for 64 transfers or more, one per
+                                             core up to 4, each keeping 4 connections and 1 per origin).
+                  http_proxy, https_proxy, no_proxy  Proxies, as curl reads them.
+                """
+        }
+        return text
+    }
+
     /// Every command, in the order help lists them.
     public static let all: [CommandSpec] = [
         CommandSpec(name: "plan", abstract: "Show what would run, when, and why not now.", arguments: nil,
                     options: [OptionSpec("--dry-run", "Accepted for clarity; plan never transfers."), feeds, cache,
                               OptionSpec("--at", value: "TIME", "Evaluate at TIME: RFC 3339, or HH:MM today in the system's zone."),
                               assume, json, config],
-                    discussion: "Reads feeds and recorded state; never transfers and never writes the cache.\nStates: due, waiting, deferred, fresh, backoff, failed, expired. Exit 0 unless the feeds or options are wrong (2).",
+                    discussion: "Reads feeds and recorded state; never transfers and never writes the cache.\nStates: due, waiting, deferred, fresh, backoff, failed, expired. Exit 0 unless the feeds or options are wrong (2).\n\n"
+                        + environment(transfers: false),
                     available: true),
         CommandSpec(name: "run", abstract: "Transfer what is due now, verify it and place it in the cache.", arguments: nil,
                     options: [feeds, cache, OptionSpec("--feed", value: "NAME", "Only this feed."), assume, json,
                               OptionSpec("--quiet", "Print only errors, and the summary of a failed run."), config],
-                    discussion: "One pass, as a cron line or a systemd timer calls it. Exit 0 on success, 1 when a transfer failed, 75 when another writer holds the cache.",
+                    discussion: "One pass, as a cron line or a systemd timer calls it. Exit 0 on success, 1 when a transfer failed, 75 when another writer holds the cache.\n\n"
+                        + environment(transfers: true),
                     available: true),
         CommandSpec(name: "daemon", abstract: "Run forever, waking for each release, window and retry.", arguments: nil,
                     options: [feeds, cache, config],
-                    discussion: "Holds the cache lock for its lifetime. SIGTERM/SIGINT stop resumably (exit 0), SIGHUP reloads feeds, SIGUSR1 plans and runs now.",
+                    discussion: "Holds the cache lock for its lifetime. SIGTERM/SIGINT stop resumably (exit 0), SIGHUP reloads feeds, SIGUSR1 plans and runs now.\n\n"
+                        + environment(transfers: true),
                     available: true),
         CommandSpec(name: "status", abstract: "Show what is cached, partial transfers and the next wake-up.", arguments: nil,
                     options: [feeds, cache, json, config], discussion: "Reads only; never creates the cache.", available: true),
