@@ -49,6 +49,39 @@ import Testing
         #expect(board.next(now: 0) { _ in .start } == nil && board.drained)
     }
 
+    @Test func planOrderHoldsAcrossFeeds() throws {
+        let a = Self.jobs(feed: "a", concurrency: 8, count: 2), b = Self.jobs(feed: "b", concurrency: 8, count: 2)
+        let (board, _) = try Self.board([a[0], b[0], a[1], b[1]])
+        let order = (0..<4).compactMap { _ in board.next(now: 0) { _ in .start }?.key.path }
+        #expect(order == ["a0.bin", "b0.bin", "a1.bin", "b1.bin"])
+    }
+
+    @Test func aFeedAtItsLimitIsPassedOverAtOnce() throws {
+        let (board, _) = try Self.board(Self.jobs(feed: "a", concurrency: 1, count: 500) + Self.jobs(feed: "b", concurrency: 8, count: 1))
+        var asked: [String] = []
+        let job = board.next(now: 0) { job in
+            asked.append(job.key.path)
+            return job.key.feed == "a" ? .waitFeed : .start
+        }
+        #expect(job?.key.path == "b0.bin")
+        #expect(asked == ["a0.bin", "b0.bin"], "the held feed's other 499 jobs were asked about")
+    }
+
+    @Test func oneCallLooksPastAtMostScanLimitHeldJobsOfAFeed() throws {
+        let count = RunBoard.scanLimit + 10
+        let (board, _) = try Self.board(Self.jobs(feed: "a", concurrency: 8, count: count))
+        var asked = 0
+        let held = board.next(now: 0) { job in
+            asked += 1
+            return job.key.path == "a\(count - 1).bin" ? .start : .wait  // each held back by its origin, say
+        }
+        #expect(held == nil && asked == RunBoard.scanLimit)
+        // Once the jobs in front have started, the last one is reached.
+        for _ in 0..<(count - 1) { _ = board.next(now: 0) { job in job.key.path == "a\(count - 1).bin" ? .wait : .start } }
+        #expect(board.next(now: 0) { _ in .start }?.key.path == "a\(count - 1).bin")
+        #expect(board.drained)
+    }
+
     @Test func retriesQueueLastAndWaitForTheirTime() throws {
         let (board, _) = try Self.board(Self.jobs(feed: "a", concurrency: 8, count: 2))
         var retry = try #require(board.next(now: 100) { _ in .start })

@@ -170,7 +170,8 @@ final class EngineShard: @unchecked Sendable {
     /// Whether this shard takes `job` now: its shares of the feed's concurrency and of the
     /// connections per origin, the feed's rate, then the feed's metered budget.
     private func admit(_ job: TransferJob) -> RunBoard.Admission {
-        guard canStart(job) else { return .wait }
+        let limits = canStart(job)
+        guard limits == .start else { return limits }
         switch admitUnderBudget(job) {
         case .start: return .start
         case .wait: return .wait
@@ -188,7 +189,7 @@ final class EngineShard: @unchecked Sendable {
 
     // MARK: Starting
 
-    private func canStart(_ job: TransferJob) -> Bool {
+    private func canStart(_ job: TransferJob) -> RunBoard.Admission {
         var sameFeed = 0
         var sameOrigin = 0
         let url = job.resource.url
@@ -199,9 +200,10 @@ final class EngineShard: @unchecked Sendable {
         }
         if let limiter = limiters[job.feed.name] {
             limiter.refill(now: Date().timeIntervalSince1970)
-            if limiter.exhausted { return false }  // the feed is over its rate: new transfers wait too
+            if limiter.exhausted { return .waitFeed }  // the feed is over its rate: new transfers wait too
         }
-        return sameFeed < TransferEngine.share(job.feed.limits.concurrency, index, shards) && sameOrigin < perHost
+        if sameFeed >= TransferEngine.share(job.feed.limits.concurrency, index, shards) { return .waitFeed }
+        return sameOrigin < perHost ? .start : .wait
     }
 
     private func start(_ job: TransferJob) {

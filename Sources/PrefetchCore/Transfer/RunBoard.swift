@@ -13,24 +13,38 @@ final class RunBoard: @unchecked Sendable {
          pauseReason: @escaping (Feed) -> String?, onEvent: @escaping (RunEvent) -> Void) {
         queue = jobs
         taken = [Bool](repeating: false, count: jobs.count)
-        var seen: Set<String> = []
-        feeds = jobs.compactMap { seen.insert($0.feed.name).inserted ? $0.feed : nil }
+        left = jobs.count
         self.pauseReason = pauseReason
         self.state = state
         self.syncsFolders = syncsFolders
         self.onEvent = onEvent
         progressByShard = [[TransferProgress]](repeating: [], count: shards)
+        for index in jobs.indices { enqueue(index) }
     }
 
     // MARK: The queue
 
     private let queueLock = NSLock()
+    /// Every job in plan order, retries appended; started or dropped ones are marked, not
+    /// removed, so a long queue is never shifted.
     private var queue: [TransferJob]
-    /// Started (or dropped) jobs are marked, not removed, so a long queue is never shifted.
     private var taken: [Bool]
-    private var head = 0
+    private var left: Int
+    /// Each feed's jobs (indices into `queue`, in plan order) and the first not taken: a
+    /// feed at its limit is passed over at once, however many jobs it has waiting.
+    private struct FeedQueue {
+        let feed: JobFeed
+        var jobs: [Int] = []
+        var head = 0
+    }
+    private var feedQueues: [FeedQueue] = []
+    private var feedIndex: [ObjectIdentifier: Int] = [:]
+    /// Within a feed, how many jobs one call looks past (held back by `admit`, each perhaps
+    /// on its own origin's share, or retries not yet due) before it leaves the rest of that
+    /// feed to the next call: the cost of a call stays bounded however long the queue.
+    static let scanLimit = 256
     /// Every feed with jobs in this run, asked about pausing.
-    private let feeds: [JobFeed]
+    private var feeds: [JobFeed] { feedQueues.map(\.feed) }
     private let pauseReason: (Feed) -> String?
     private var stopped: [String: String] = [:]
     private var lastPauseCheck = Date.distantPast
@@ -38,44 +52,73 @@ final class RunBoard: @unchecked Sendable {
 
     enum Admission {
         case start
-        /// Not now (a limit of the shard's); the job keeps its place.
+        /// Not now (a limit of the shard's that this job alone meets: its origin's share, a
+        /// budget); the job keeps its place and later jobs of its feed are still asked about.
         case wait
+        /// Not now, and no other job of this feed either (the feed's share, its rate).
+        case waitFeed
         /// Not in this run (`admit` has said why).
         case refuse
     }
 
+    private func enqueue(_ index: Int) {
+        let feed = queue[index].feed
+        let key = ObjectIdentifier(feed)
+        if feedIndex[key] == nil {
+            feedIndex[key] = feedQueues.count
+            feedQueues.append(FeedQueue(feed: feed))
+        }
+        feedQueues[feedIndex[key]!].jobs.append(index)
+    }
+
     /// The first queued job, in plan order, that is due and that `admit` takes (the
-    /// calling shard's limits).
+    /// calling shard's limits). Each feed is looked at from its first job not taken, and no
+    /// further than a job that comes after the best found so far.
     func next(now: Int64, admit: (TransferJob) -> Admission) -> TransferJob? {
         queueLock.lock()
         defer { queueLock.unlock() }
-        var index = head
-        while index < queue.count {
-            defer { index += 1 }
-            guard !taken[index] else { continue }
-            let job = queue[index]
-            if stopped[job.feed.name] != nil {
-                taken[index] = true
+        var best: Int?  // the job to start: its index in `queue`
+        for f in feedQueues.indices {
+            var position = feedQueues[f].head
+            let jobs = feedQueues[f].jobs
+            while position < jobs.count, taken[jobs[position]] { position += 1 }
+            feedQueues[f].head = position
+            if stopped[feedQueues[f].feed.name] != nil {  // a paused feed's jobs are dropped
+                for index in jobs[position...] where !taken[index] { take(index) }
+                feedQueues[f].head = jobs.count
                 continue
             }
-            guard job.notBefore <= now else { continue }
-            switch admit(job) {
-            case .start:
-                taken[index] = true
-                advanceHead()
-                return job
-            case .refuse:
-                taken[index] = true
-            case .wait:
-                break
+            var passed = 0
+            scan: while position < jobs.count, passed < Self.scanLimit {
+                let index = jobs[position]
+                position += 1
+                if let best, index > best { break }  // plan order: it cannot come first
+                guard !taken[index] else { continue }
+                guard queue[index].notBefore <= now else {
+                    passed += 1
+                    continue
+                }
+                switch admit(queue[index]) {
+                case .start:
+                    best = index
+                    break scan
+                case .refuse:
+                    take(index)
+                case .wait:
+                    passed += 1
+                case .waitFeed:
+                    break scan
+                }
             }
         }
-        advanceHead()
-        return nil
+        guard let best else { return nil }
+        take(best)
+        return queue[best]
     }
 
-    private func advanceHead() {
-        while head < queue.count, taken[head] { head += 1 }
+    private func take(_ index: Int) {
+        taken[index] = true
+        left -= 1
     }
 
     /// A retry within this run, queued after everything else.
@@ -83,6 +126,8 @@ final class RunBoard: @unchecked Sendable {
         queueLock.lock()
         queue.append(job)
         taken.append(false)
+        left += 1
+        enqueue(queue.count - 1)
         queueLock.unlock()
     }
 
@@ -90,7 +135,7 @@ final class RunBoard: @unchecked Sendable {
     var drained: Bool {
         queueLock.lock()
         defer { queueLock.unlock() }
-        return head >= queue.count
+        return left == 0
     }
 
     /// The feeds paused in this run, with why. `pauseReason` is asked for each feed at most
