@@ -5,10 +5,10 @@ import Testing
 /// What the transfer threads of one run share: the queue, pauses,
 /// state.db's group commit and the progress lines.
 @Suite struct RunBoardTests {
-    /// Jobs of one feed, in manifest order.
-    static func jobs(feed name: String, concurrency: Int, count: Int) -> [TransferJob] {
+    /// Jobs of one feed, in manifest order; `hosts` gives each job's host (e.com by default).
+    static func jobs(feed name: String, concurrency: Int, count: Int, hosts: (Int) -> String = { _ in "e.com" }) -> [TransferJob] {
         var yaml = "name: \(name)\nlimits: { concurrency: \(concurrency) }\nresources:\n"
-        for index in 0..<count { yaml += "  - url: https://e.com/\(name)\(index).bin\n" }
+        for index in 0..<count { yaml += "  - url: https://\(hosts(index))/\(name)\(index).bin\n" }
         let feed = JobFeed(PlannerTests.feed(yaml))
         return feed.feed.resources.map { resource in
             TransferJob(feed: feed, resource: resource, key: ResourceKey(feed: name, path: resource.path),
@@ -80,6 +80,23 @@ import Testing
         for _ in 0..<(count - 1) { _ = board.next(now: 0) { job in job.key.path == "a\(count - 1).bin" ? .wait : .start } }
         #expect(board.next(now: 0) { _ in .start }?.key.path == "a\(count - 1).bin")
         #expect(board.drained)
+    }
+
+    @Test func aRunOfJobsOnAFullOriginIsJumpedAtOnce() throws {
+        // 600 jobs on one host, then one on another, then 600 more on the first.
+        let jobs = Self.jobs(feed: "a", concurrency: 16, count: 1201, hosts: { $0 == 600 ? "f.com" : "e.com" })
+        let (board, _) = try Self.board(jobs)
+        var asked: [String] = []
+        let job = board.next(now: 0) { job in
+            asked.append(job.key.path)
+            return job.resource.url.host == "e.com" ? .waitOrigin : .start
+        }
+        #expect(job?.key.path == "a600.bin")
+        #expect(asked == ["a0.bin", "a600.bin"], "\(asked.count) jobs asked about")
+        // With f.com's share full too, one call asks once per run and finds nothing.
+        asked = []
+        #expect(board.next(now: 0) { job in asked.append(job.key.path); return .waitOrigin } == nil)
+        #expect(asked == ["a0.bin", "a601.bin"])
     }
 
     @Test func retriesQueueLastAndWaitForTheirTime() throws {

@@ -195,15 +195,14 @@ final class EngineShard: @unchecked Sendable {
         let url = job.resource.url
         for transfer in active.values {
             if transfer.job.feed === job.feed { sameFeed += 1 }
-            let other = transfer.job.resource.url
-            if other.port == url.port && other.host == url.host && other.scheme == url.scheme { sameOrigin += 1 }
+            if RunBoard.sameOrigin(transfer.job.resource.url, url) { sameOrigin += 1 }
         }
         if let limiter = limiters[job.feed.name] {
             limiter.refill(now: Date().timeIntervalSince1970)
             if limiter.exhausted { return .waitFeed }  // the feed is over its rate: new transfers wait too
         }
         if sameFeed >= TransferEngine.share(job.feed.limits.concurrency, index, shards) { return .waitFeed }
-        return sameOrigin < perHost ? .start : .wait
+        return sameOrigin < perHost ? .start : .waitOrigin
     }
 
     private func start(_ job: TransferJob) {

@@ -31,17 +31,22 @@ final class RunBoard: @unchecked Sendable {
     private var taken: [Bool]
     private var left: Int
     /// Each feed's jobs (indices into `queue`, in plan order) and the first not taken: a
-    /// feed at its limit is passed over at once, however many jobs it has waiting.
+    /// feed at its limit is passed over at once, however many jobs it has waiting. A run of
+    /// consecutive jobs on one origin is jumped at once when that origin's share is full
+    /// (`runEnd`: for each job, where the next origin's jobs begin; `Int.max` while the last
+    /// run is still open).
     private struct FeedQueue {
         let feed: JobFeed
         var jobs: [Int] = []
+        var runEnd: [Int] = []
+        var runStart = 0
         var head = 0
     }
     private var feedQueues: [FeedQueue] = []
     private var feedIndex: [ObjectIdentifier: Int] = [:]
-    /// Within a feed, how many jobs one call looks past (held back by `admit`, each perhaps
-    /// on its own origin's share, or retries not yet due) before it leaves the rest of that
-    /// feed to the next call: the cost of a call stays bounded however long the queue.
+    /// Within a feed, how many jobs or runs of one origin a call looks past (held back by
+    /// `admit`, or retries not yet due) before it leaves the rest of that feed to the next
+    /// call: the cost of a call stays bounded however long the queue.
     static let scanLimit = 256
     /// Every feed with jobs in this run, asked about pausing.
     private var feeds: [JobFeed] { feedQueues.map(\.feed) }
@@ -52,9 +57,11 @@ final class RunBoard: @unchecked Sendable {
 
     enum Admission {
         case start
-        /// Not now (a limit of the shard's that this job alone meets: its origin's share, a
-        /// budget); the job keeps its place and later jobs of its feed are still asked about.
+        /// Not now (a limit that this job alone meets, such as a budget); the job keeps its
+        /// place and later jobs of its feed are still asked about.
         case wait
+        /// Not now, and no other job on this job's origin either (the origin's share).
+        case waitOrigin
         /// Not now, and no other job of this feed either (the feed's share, its rate).
         case waitFeed
         /// Not in this run (`admit` has said why).
@@ -68,7 +75,18 @@ final class RunBoard: @unchecked Sendable {
             feedIndex[key] = feedQueues.count
             feedQueues.append(FeedQueue(feed: feed))
         }
-        feedQueues[feedIndex[key]!].jobs.append(index)
+        let f = feedIndex[key]!
+        if let last = feedQueues[f].jobs.last, !Self.sameOrigin(queue[last].resource.url, queue[index].resource.url) {
+            let end = feedQueues[f].jobs.count
+            for position in feedQueues[f].runStart..<end { feedQueues[f].runEnd[position] = end }
+            feedQueues[f].runStart = end
+        }
+        feedQueues[f].jobs.append(index)
+        feedQueues[f].runEnd.append(Int.max)
+    }
+
+    static func sameOrigin(_ a: ResourceURL, _ b: ResourceURL) -> Bool {
+        a.port == b.port && a.host == b.host && a.scheme == b.scheme
     }
 
     /// The first queued job, in plan order, that is due and that `admit` takes (the
@@ -106,6 +124,9 @@ final class RunBoard: @unchecked Sendable {
                     take(index)
                 case .wait:
                     passed += 1
+                case .waitOrigin:
+                    passed += 1
+                    position = max(position, min(feedQueues[f].runEnd[position - 1], jobs.count))
                 case .waitFeed:
                     break scan
                 }
