@@ -97,6 +97,25 @@ import Testing
         syncer.shutDown()
     }
 
+    /// A writer dropped with hashing still queued (a body that failed its checks):
+    /// `waitForHashing` returns only once that hashing has run, so the engine can wait for
+    /// it before the process exits.
+    @Test func hashingLeftByADroppedWriterIsWaitedFor() throws {
+        let path = NSTemporaryDirectory() + "prefetch-dropped-\(getpid()).part"
+        defer { unlink(path) }
+        let file = try FileDescriptor.open(path, flags: O_RDWR | O_CREAT | O_TRUNC).get()
+        let queue = DispatchQueue(label: "test.sha256")
+        queue.suspend()  // the hashing cannot run until the test lets it
+        do {
+            let writer = BodyWriter(hashing: true, queue: queue)
+            let bytes = [UInt8](repeating: 7, count: BufferPool.bufferSize)
+            #expect(bytes.withUnsafeBytes { writer.append($0, to: file, at: 0) } == nil)  // a full buffer: written, queued
+        }  // dropped without `finish`
+        #expect(!BodyWriter.waitForHashing(until: .now() + 0.05), "returned with hashing still queued")
+        queue.resume()
+        #expect(BodyWriter.waitForHashing(until: .now() + 30))
+    }
+
     /// A resumed body: the bytes already in the partial are hashed only; the rest is
     /// gathered into 512 KiB buffers, each written at its place, then hashed. However the
     /// chunks are cut, the file gets every byte once and the digest matches a one-shot one;

@@ -791,20 +791,22 @@ import PrefetchCore
         s.checkInvariant(["t/a.bin": [body]])
     }
 
-    /// A hashed body that fails its length check is dropped while its last buffers are still
-    /// queued for hashing: the run waits for that hashing before it exits. It once did not,
-    /// and a run crashed with SIGSEGV (exit status 11) now and then: the hashing thread was
-    /// inside libcrypto when OpenSSL's exit handler freed its tables.
-    @Test func aRunExitsOnlyAfterTheHashingOfAFailedBody() throws {
+    /// A large hashed body that fails its length check: the run reports the mismatch and
+    /// exits 1. Such a body is dropped with its last buffer still queued for hashing, and the
+    /// run waits for that hashing before it exits. Without the wait a run once crashed with
+    /// SIGSEGV (exit status 11): the hashing thread was inside libcrypto while OpenSSL's exit
+    /// handler freed its tables. That race never reproduced on demand here; the wait itself
+    /// is checked deterministically by `hashingLeftByADroppedWriterIsWaitedFor`.
+    @Test func aLargeHashedBodyOfTheWrongLengthFailsCleanly() throws {
         let body = Self.bytes(8 << 20, seed: 150)
-        for attempt in 0..<6 {
-            let s = try Scenario()
-            s.origin.serve("/big.bin", OriginResource(body, etag: "\"b1\""))
-            try s.feed(Self.nextRun + "resources:\n  - url: ORIGIN/big.bin\n    size: 9000000\n    sha256: \(Self.sha(body))\n")
-            let result = try s.run()
-            #expect(result.status == 1, "attempt \(attempt): \(result.diagnostics)")
-            #expect(result.failure("big.bin")?.contains("size mismatch") == true, "attempt \(attempt): \(result.diagnostics)")
-        }
+        let s = try Scenario()
+        s.origin.serve("/big.bin", OriginResource(body, etag: "\"b1\""))
+        try s.feed(Self.nextRun + "resources:\n  - url: ORIGIN/big.bin\n    size: 9000000\n    sha256: \(Self.sha(body))\n")
+        let result = try s.run()
+        #expect(result.status == 1, "\(result.diagnostics)")
+        #expect(result.failure("big.bin")?.contains("size mismatch") == true, "\(result.diagnostics)")
+        #expect(!s.exists("t/big.bin"))
+        #expect(s.partialSize("big.bin") == nil, "a mismatched body's partial is discarded")
     }
 
     // MARK: - Errors, retries, slow servers (FAULTS 16, 17)

@@ -15,7 +15,8 @@ final class BodyWriter: @unchecked Sendable {
     /// Whether written buffers are hashed (a `sha256` to check).
     let hashing: Bool
     /// Made on first use: a body written without hashing needs neither.
-    private lazy var queue = DispatchQueue(label: "prefetch.sha256")
+    private lazy var queue = givenQueue ?? DispatchQueue(label: "prefetch.sha256")
+    private let givenQueue: DispatchQueue?
     private lazy var hasher = SHA256()  // touched only on `queue`
 
     // The buffer being filled, and where its first byte goes in the file (engine's thread).
@@ -30,8 +31,10 @@ final class BodyWriter: @unchecked Sendable {
         let count: Int
     }
 
-    init(hashing: Bool = true) {
+    /// `queue`: where hashing runs (a test may pass one it holds suspended).
+    init(hashing: Bool = true, queue: DispatchQueue? = nil) {
         self.hashing = hashing
+        givenQueue = queue
         BufferPool.shared.join()
     }
 
@@ -106,12 +109,14 @@ final class BodyWriter: @unchecked Sendable {
     /// Every writer's queued hashing, done or not.
     private static let queued = DispatchGroup()
 
-    /// Waits until no writer has hashing queued. A transfer that fails drops its writer
-    /// without waiting for the digest, and the blocks already queued still run: the engine
-    /// waits for them before it returns, so none is still inside libcrypto when the process
-    /// exits and OpenSSL's exit handler frees its tables (that crashed a run with SIGSEGV).
-    static func waitForHashing() {
-        queued.wait()
+    /// Waits until no writer has hashing queued, or `deadline`; whether none has. A transfer
+    /// that fails drops its writer without waiting for the digest, and the blocks already
+    /// queued still run: the engine waits for them before it returns, so none is still
+    /// inside libcrypto when the process exits and OpenSSL's exit handler frees its tables
+    /// (that crashed a run with SIGSEGV).
+    @discardableResult
+    static func waitForHashing(until deadline: DispatchTime = .distantFuture) -> Bool {
+        queued.wait(timeout: deadline) == .success
     }
 
     /// The digest of everything hashed: call after the last `flush`.
