@@ -134,7 +134,7 @@ import Testing
         func line(_ path: String) -> TransferProgress { TransferProgress(key: ResourceKey(feed: "t", path: path), bytes: 1, total: nil, rate: 1) }
         board.progress(shard: 1, [line("z.bin")])
         board.progress(shard: 0, [line("b.bin"), line("a.bin")])
-        board.emit(.placed(ResourceKey(feed: "t", path: "z.bin"), bytes: 1, seconds: 0))
+        board.emit(.placed(ResourceKey(feed: "t", path: "z.bin"), bytes: 1, received: 1, resumedAt: 0, seconds: 0))
         board.progress(shard: 0, [line("b.bin")])
         #expect(events.progress == [["z.bin"], ["a.bin", "b.bin", "z.bin"], ["b.bin"]])
     }

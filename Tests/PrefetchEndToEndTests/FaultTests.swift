@@ -258,6 +258,8 @@ import PrefetchCore
         #expect(s.origin.requests(to: "/a.bin").count == 2 && s.origin.requests(to: "/b.bin").count == 2)
         #expect(s.digest("t/a.bin") == Self.sha(a))
         #expect(s.digest("t/b.bin") == Self.sha(b))
+        let placedA = try #require(second.events("placed", "a.bin").first)  // the event tells a resume
+        #expect(placedA["bytes"] as? Int == 1_000_000 && placedA["resumed_at"] as? Int == 400_000 && placedA["transferred"] as? Int == 600_000)
         #expect(s.origin.requests(to: "/c.bin").dropFirst().first?.header("range") == "bytes=400000-")
         #expect(!s.exists("t/c.bin"), "a 206 for the wrong range was accepted")
         #expect(second.status == 1, "\(second.diagnostics)")  // c's wrong 206 counts as a failed attempt
@@ -379,6 +381,7 @@ import PrefetchCore
         #expect(requests.map { $0.header("range") } == [nil, "bytes=300000-", "bytes=600000-"])
         #expect(requests.dropFirst().allSatisfy { $0.header("if-range") == "\"v1\"" })
         #expect(result.retries("a.bin").count == 2)
+        #expect(result.events("placed", "a.bin").first?["resumed_at"] as? Int == 600_000)
         #expect(s.digest("t/a.bin") == Self.sha(body))
         #expect(s.partials.isEmpty)
         s.checkInvariant(["t/a.bin": [body]])
@@ -400,6 +403,8 @@ import PrefetchCore
         let requests = s.origin.requests(to: "/a.bin")
         #expect(requests.count == 1)
         #expect(requests.first?.header("range") == "bytes=400000-")
+        let placed = result.events("placed", "a.bin").first  // the range was refused: not a resume
+        #expect(placed?["resumed_at"] as? Int == 0 && placed?["transferred"] as? Int == body.count)
         #expect(s.size("t/a.bin") == body.count)
         #expect(s.digest("t/a.bin") == Self.sha(body))
         #expect(s.partials.isEmpty)

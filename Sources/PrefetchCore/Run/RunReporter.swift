@@ -13,12 +13,21 @@ final class RunReporter {
 
     /// The daemon's passes stay silent when they did nothing.
     private let silentWhenIdle: Bool
+    /// Plain output (a log, the journal) gets the running transfers' figures this often,
+    /// as aria2c's summary does: a long transfer is not silent until it ends.
+    private let progressInterval: TimeInterval
+    private let now: () -> Date
+    private var lastPlainProgress: Date
 
-    init(mode: Mode, quiet: Bool, console: Console, silentWhenIdle: Bool = false) {
+    init(mode: Mode, quiet: Bool, console: Console, silentWhenIdle: Bool = false,
+         progressInterval: TimeInterval = 60, now: @escaping () -> Date = Date.init) {
         self.mode = mode
         self.quiet = quiet
         self.console = console
         self.silentWhenIdle = silentWhenIdle
+        self.progressInterval = progressInterval
+        self.now = now
+        self.lastPlainProgress = now()
     }
 
     private func name(_ key: ResourceKey) -> String { key.feed + "/" + key.path }
@@ -55,8 +64,9 @@ final class RunReporter {
                 out(row.line + "\n")
             }
             return
-        case .placed(let k, let bytes, let seconds):
+        case .placed(let k, let bytes, let received, let resumedAt, let seconds):
             key("placed", k); line.add("bytes", bytes); line.add("seconds", seconds)
+            line.add("transferred", received); line.add("resumed_at", resumedAt)
         case .fresh(let k):
             key("fresh", k); line.add("reason", "not modified")
         case .paused(let k, let reason, let offset):
@@ -93,7 +103,7 @@ final class RunReporter {
 
     private func text(_ event: RunEvent) {
         switch event {  // a transfer that ended leaves the bars at once, not at the next progress tick
-        case .placed(let k, _, _), .fresh(let k), .paused(let k, _, _), .retrying(let k, _, _), .failed(let k, _, _):
+        case .placed(let k, _, _, _, _), .fresh(let k), .paused(let k, _, _), .retrying(let k, _, _), .failed(let k, _, _):
             lastProgress.removeAll { $0.key == k }
         case .started, .progress: break
         }
@@ -101,12 +111,20 @@ final class RunReporter {
         case .progress(let transfers):
             lastProgress = transfers
             if mode == .terminal && !quiet { redraw() }
+            if mode == .plain && !quiet && !transfers.isEmpty && now().timeIntervalSince(lastPlainProgress) >= progressInterval {
+                lastPlainProgress = now()
+                logProgress(transfers)
+            }
             return
         case .started:
             return
-        case .placed(let k, let bytes, let seconds):
+        case .placed(let k, let bytes, let received, let resumedAt, let seconds):
+            // The rate is of the bytes that moved: after a resume, fewer than the file holds.
+            var notes: [String] = []
+            if seconds > 0.05 && received > 0 { notes.append("\(ByteSize.format(UInt64(Double(received) / seconds)))/s") }
+            if resumedAt > 0 { notes.append("resumed at \(ByteSize.format(resumedAt))") }
             log("placed  \(name(k))  \(ByteSize.format(bytes)) in \(DecimalText.oneDecimal(seconds))s"
-                + (seconds > 0.05 ? " (\(ByteSize.format(UInt64(Double(bytes) / seconds)))/s)" : ""))
+                + (notes.isEmpty ? "" : " (" + notes.joined(separator: ", ") + ")"))
         case .fresh(let k):
             log("fresh   \(name(k))  (not modified)")
         case .paused(let k, let reason, let offset):
@@ -132,6 +150,34 @@ final class RunReporter {
         guard mode == .terminal, drawnLines > 0 else { return }
         console.out("\u{1b}[\(drawnLines)A\u{1b}[J")
         drawnLines = 0
+    }
+
+    /// The running transfers as log lines (up to 8, and one for all of them when several).
+    private func logProgress(_ transfers: [TransferProgress]) {
+        for transfer in transfers.prefix(8) {
+            log("running \(name(transfer.key))  " + Self.figures(transfer.bytes, transfer.total, transfer.rate))
+        }
+        if transfers.count > 8 { log("running … and \(transfers.count - 8) more") }
+        guard transfers.count > 1 else { return }
+        let bytes = transfers.reduce(0) { $0 + $1.bytes }
+        let totals = transfers.compactMap(\.total)
+        log("running all \(transfers.count) active  "
+            + Self.figures(bytes, totals.count == transfers.count ? totals.reduce(0, +) : nil, transfers.reduce(0) { $0 + $1.rate }))
+    }
+
+    /// "225MiB of 512MiB (43%), 100MiB/s, ETA 3s"; without a known total, bytes and rate.
+    static func figures(_ bytes: UInt64, _ total: UInt64?, _ rate: Double) -> String {
+        var parts: [String] = []
+        if let total, total > 0 {
+            parts.append("\(ByteSize.format(bytes)) of \(ByteSize.format(total)) (\(Int(min(1, Double(bytes) / Double(total)) * 100))%)")
+        } else {
+            parts.append(ByteSize.format(bytes))
+        }
+        if rate > 0 {
+            parts.append("\(ByteSize.format(UInt64(rate)))/s")
+            if let total, total > 0 { parts.append("ETA \(TimeSpan(seconds: Int64(Double(total - min(total, bytes)) / rate)))") }
+        }
+        return parts.joined(separator: ", ")
     }
 
     /// One bar per transfer and one for all of them: bytes, rate, ETA.

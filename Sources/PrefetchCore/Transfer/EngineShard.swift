@@ -341,7 +341,8 @@ final class EngineShard: @unchecked Sendable {
             }
             attempt(transfer, outcome: "placed", error: nil)
             summary.placed += 1
-            board.emit(.placed(transfer.job.key, bytes: bytes, seconds: Date().timeIntervalSince(transfer.startedAt)))
+            board.emit(.placed(transfer.job.key, bytes: bytes, received: transfer.received, resumedAt: transfer.requestedFrom,
+                               seconds: Date().timeIntervalSince(transfer.startedAt)))
         }
     }
 

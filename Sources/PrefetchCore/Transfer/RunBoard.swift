@@ -245,7 +245,7 @@ final class RunBoard: @unchecked Sendable {
         eventLock.lock()
         defer { eventLock.unlock() }
         switch event {  // a transfer that ended leaves the progress lines at once, not at its shard's next tick
-        case .placed(let key, _, _), .fresh(let key), .paused(let key, _, _), .retrying(let key, _, _), .failed(let key, _, _):
+        case .placed(let key, _, _, _, _), .fresh(let key), .paused(let key, _, _), .retrying(let key, _, _), .failed(let key, _, _):
             if progressByShard.count > 1 {
                 for shard in progressByShard.indices { progressByShard[shard].removeAll { $0.key == key } }
             }

@@ -4,7 +4,10 @@ import Foundation
 enum RunEvent {
     case started(ResourceKey, url: String, total: UInt64?, resumeAt: UInt64)
     case progress([TransferProgress])
-    case placed(ResourceKey, bytes: UInt64, seconds: Double)
+    /// A file put in place: its size, the body bytes this transfer received (less than the
+    /// size after a resume), where the received bytes continued the partial (0: from the
+    /// start) and the transfer's duration.
+    case placed(ResourceKey, bytes: UInt64, received: UInt64, resumedAt: UInt64, seconds: Double)
     case fresh(ResourceKey)
     case paused(ResourceKey, reason: String, offset: UInt64)
     case retrying(ResourceKey, message: String, after: Int64)
