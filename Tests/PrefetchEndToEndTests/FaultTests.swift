@@ -977,6 +977,25 @@ import PrefetchCore
         s.checkInvariant(["t/a.bin": [a], "t/b.bin": [b]])
     }
 
+    /// A failed name lookup leaves libcurl's receive buffer on its handle, and libcurl 7.88 then
+    /// refuses CURLOPT_BUFFERSIZE on it. The next transfer, which reuses the handle, must not
+    /// fail for that, and certainly not as a permanent failure: it was given up on until the
+    /// next release, with libcurl's "bad argument" as its reason.
+    @Test func aHandleLeftByAFailedLookupServesTheNextTransfer() throws {
+        let s = try Scenario()
+        let body = Self.bytes(30_000, seed: 170)
+        s.origin.serve("/y.bin", OriginResource(body, etag: "\"y1\""))
+        // One at a time, so y takes the handle x's lookup left.
+        try s.feed("retry: { attempts: 5, backoff: 5m, max_backoff: 1h }\nlimits: { concurrency: 1 }\n"
+                   + "resources:\n  - url: http://nonexistent.invalid/x.bin\n  - url: ORIGIN/y.bin\n")
+        let result = try s.run()
+        #expect(result.status == 1, "\(result.diagnostics)")
+        #expect(result.failure("x.bin")?.contains("resolve") == true, "\(result.diagnostics)")
+        #expect(result.events("failed", "y.bin").isEmpty, "\(result.diagnostics)")
+        #expect(s.digest("t/y.bin") == Self.sha(body))
+        s.checkInvariant(["t/y.bin": [body]])
+    }
+
     // MARK: - Redirects (FAULTS 18)
 
     /// FAULTS 18: redirects to file:// or ftp:// are refused; a loop and a chain longer than
@@ -1101,6 +1120,10 @@ import PrefetchCore
             #expect(error.contains("TLS") && (error.lowercased().contains("certificate") || error.lowercased().contains("ssl")),
                     "\(name): \(error)")
         }
+        // Says why, in libcurl's own detail: the name that does not match, the unknown issuer.
+        let wrongName = result.failure("wrongname.bin") ?? "", unknownCA = result.failure("unknownca.bin") ?? ""
+        #expect(wrongName.contains("name") && wrongName.contains("127.0.0.1"), "\(wrongName)")
+        #expect(unknownCA.contains("certificate problem") && !unknownCA.contains("name"), "\(unknownCA)")
         s.checkInvariant(["t/good.bin": [body]])
     }
 

@@ -13,16 +13,46 @@ final class CurlEasy {
     let handle: UnsafeMutableRawPointer
     /// Set once the options every request shares are in place (handles are reused).
     var configured = false
+    /// The receive buffer size set on this handle, once set. libcurl 7.88 refuses a new size
+    /// once the handle has its buffer (CURLE_BAD_FUNCTION_ARGUMENT), so a handle keeps its
+    /// size: the engine reuses it only for transfers that want the same.
+    private(set) var bufferSize: Int?
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private var strings: [ContiguousArray<CChar>] = []
+    /// libcurl's own account of a failure (CURLOPT_ERRORBUFFER), which says more than the
+    /// code's words: which name a certificate lacks, which CA is unknown, which host refused.
+    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
 
     init() {
         handle = curl_easy_init()
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+        _ = CShims_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer)
     }
 
     deinit {
         curl_easy_cleanup(handle)
         if let headerList { curl_slist_free_all(headerList) }
+        errorBuffer.deallocate()
+    }
+
+    func setBufferSize(_ size: Int) throws(CurlError) {
+        guard bufferSize != size else { return }
+        try set(CURLOPT_BUFFERSIZE, size, "buffer size")
+        bufferSize = size
+    }
+
+    /// Forgets the last failure's message (before each request: handles are reused).
+    func clearError() {
+        errorBuffer[0] = 0
+    }
+
+    /// Why the last request failed with `code`: libcurl's detailed message when it left one,
+    /// else the code's general words. A message quoting a URL (which could carry a query or a
+    /// proxy's credentials) is not used.
+    func describe(_ code: Int32) -> String {
+        let detail = String(cString: errorBuffer).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !detail.isEmpty, !detail.contains("://"), !detail.contains("@") else { return Self.describe(code) }
+        return detail
     }
 
     private func check(_ code: CURLcode, _ name: String) throws(CurlError) {

@@ -210,7 +210,8 @@ final class EngineShard: @unchecked Sendable {
         // Only a partial state.db knows of can be resumed; any other is replaced when a body begins.
         let existing = job.partial != nil ? cache.openPartial(name) : nil
         let allowance = allowances[job.feed.name]
-        let transfer = Transfer(job: job, easy: idleHandles.popLast() ?? CurlEasy(), partialName: name, existing: existing,
+        let transfer = Transfer(job: job, easy: idleHandle(bufferSize: Transfer.bufferSize(job, limiter: limiters[job.feed.name])),
+                                partialName: name, existing: existing,
                                 globalCap: config.maxSize.bytes, limiter: limiters[job.feed.name], allowance: allowance, startWriteback: !syncsInline,
                                 createFile: { [cache] in cache.createPartial(name) })
         do {
@@ -231,6 +232,12 @@ final class EngineShard: @unchecked Sendable {
     /// Easy handles of finished transfers, reused by the next ones (libcurl keeps the
     /// connection cache in the multi handle; reuse saves setting up a handle per file).
     private var idleHandles: [CurlEasy] = []
+
+    /// An idle handle whose receive buffer has this size, else a new one.
+    private func idleHandle(bufferSize: Int) -> CurlEasy {
+        guard let index = idleHandles.lastIndex(where: { $0.bufferSize == bufferSize }) else { return CurlEasy() }
+        return idleHandles.remove(at: index)
+    }
 
     private func release(_ transfer: Transfer) {
         // A handle removed while paused (`max_rate`, `metered_budget`) still holds libcurl's paused state

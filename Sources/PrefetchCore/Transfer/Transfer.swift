@@ -257,11 +257,11 @@ final class Transfer {
                 // (the engine reuses handles; every other option is set on each request).
                 try easy.set(CURLOPT_PROTOCOLS_STR, "http,https", "protocols")
                 try easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https", "redirect protocols")
-                try easy.set(CURLOPT_FOLLOWLOCATION, 0)  // redirects are followed by hand (headers, loops)
-                try easy.set(CURLOPT_NOSIGNAL, 1)
-                try easy.set(CURLOPT_LOW_SPEED_LIMIT, 1024)
-                try easy.set(CURLOPT_SSL_VERIFYPEER, 1)
-                try easy.set(CURLOPT_SSL_VERIFYHOST, 2)
+                try easy.set(CURLOPT_FOLLOWLOCATION, 0, "follow location")  // redirects are followed by hand (headers, loops)
+                try easy.set(CURLOPT_NOSIGNAL, 1, "no signal")
+                try easy.set(CURLOPT_LOW_SPEED_LIMIT, 1024, "low speed limit")
+                try easy.set(CURLOPT_SSL_VERIFYPEER, 1, "verify peer")
+                try easy.set(CURLOPT_SSL_VERIFYHOST, 2, "verify host")
                 if let caFile = config.caFile { try easy.set(CURLOPT_CAINFO, caFile, "ca_file") }
                 try easy.set(CURLOPT_USERAGENT, Self.userAgent, "user agent")
                 try easy.set(CURLOPT_WRITEFUNCTION, callback: { data, size, count, user in
@@ -276,17 +276,24 @@ final class Transfer {
                 easy.configured = true
             }
             try easy.set(CURLOPT_URL, url, "url")
+            easy.clearError()
             try easy.setHeaders(lines)
-            try easy.set(CURLOPT_CONNECTTIMEOUT, Int((job.feed.limits.connectTimeout ?? config.connectTimeout).seconds))
-            try easy.set(CURLOPT_LOW_SPEED_TIME, Int((job.feed.limits.stallTimeout ?? config.stallTimeout).seconds))
-            // Large reads mean fewer callbacks and writes; a capped feed reads less at a time.
-            try easy.set(CURLOPT_BUFFERSIZE, limiter.map { _ in RateLimiter.bufferSize(for: job.feed.limits.maxRate?.bytes ?? 0) } ?? 512 * 1024)
+            try easy.set(CURLOPT_CONNECTTIMEOUT, Int((job.feed.limits.connectTimeout ?? config.connectTimeout).seconds), "connect timeout")
+            try easy.set(CURLOPT_LOW_SPEED_TIME, Int((job.feed.limits.stallTimeout ?? config.stallTimeout).seconds), "stall timeout")
+            try easy.setBufferSize(Self.bufferSize(job, limiter: limiter))
             let me = Unmanaged.passUnretained(self).toOpaque()
             try easy.set(CURLOPT_WRITEDATA, pointer: me)
             try easy.set(CURLOPT_HEADERDATA, pointer: me)
         } catch {
-            throw TransferFailure(kind: .permanent, message: error.message, retryAfter: nil, discardPartial: false, httpStatus: nil)
+            // libcurl refused an option: a fault of this handle, not of the resource. The
+            // handle is dropped (the engine does not reuse it) and the transfer is retried.
+            throw TransferFailure(kind: .transient, message: "libcurl: \(error.message)", retryAfter: nil, discardPartial: false, httpStatus: nil)
         }
+    }
+
+    /// Large reads mean fewer callbacks and writes; a capped feed reads less at a time.
+    static func bufferSize(_ job: TransferJob, limiter: RateLimiter?) -> Int {
+        limiter == nil ? 512 * 1024 : RateLimiter.bufferSize(for: job.feed.limits.maxRate?.bytes ?? 0)
     }
 
     private static let userAgent = "prefetch/\(HelpText.version)"
@@ -497,16 +504,16 @@ final class Transfer {
         if (200..<300).contains(http) {
             guard curlCode == CurlGlobal.ok else {
                 // FAULTS 1, 12, 17: the connection dropped or stalled; keep what arrived.
-                return .failed(TransferFailure(kind: .transient, message: CurlEasy.describe(curlCode), retryAfter: nil,
+                return .failed(TransferFailure(kind: .transient, message: easy.describe(curlCode), retryAfter: nil,
                                                discardPartial: false, httpStatus: http))
             }
             return verify()
         }
         if http == 0 {
             if CurlGlobal.tlsErrors.contains(curlCode) {
-                return .failed(permanent("TLS: \(CurlEasy.describe(curlCode))", nil))
+                return .failed(permanent("TLS: \(easy.describe(curlCode))", nil))
             }
-            return .failed(TransferFailure(kind: .transient, message: CurlEasy.describe(curlCode), retryAfter: nil,
+            return .failed(TransferFailure(kind: .transient, message: easy.describe(curlCode), retryAfter: nil,
                                            discardPartial: false, httpStatus: nil))
         }
         switch http {
