@@ -68,6 +68,13 @@ public enum YAMLParser {
             }
         } else if problem.contains("tab") || context?.contains("tab") == true {
             message = "tabs cannot indent YAML; use spaces"
+        } else if let context, Int(parser.problem_mark.index) >= bytes.count, parser.context_mark.index < parser.problem_mark.index {
+            // An unclosed '[', '{' or quote is found missing only at the end of the file: point
+            // at where it opens, not at the empty last line.
+            at = location(parser.context_mark)
+            message = problem.contains("end of stream")
+                ? "the file ends before this is closed (\(context) that starts here)"
+                : "\(problem) before the end of the file (\(context) that starts here)"
         } else if let context {
             message = "\(problem) (\(context))"
         } else {
