@@ -239,14 +239,18 @@ final class EngineShard: @unchecked Sendable {
         return idleHandles.remove(at: index)
     }
 
-    private func release(_ transfer: Transfer) {
+    /// Ends `transfer`'s hold on its handle, which the next transfer may reuse only when it
+    /// is `reusable`: libcurl finished the request cleanly (an HTTP error status is clean).
+    /// A handle a failure left (a lookup, a connection, TLS, a cut body, an abort), or one
+    /// removed in mid-transfer, may keep state of that request; a new handle costs little.
+    private func release(_ transfer: Transfer, reusable: Bool) {
         // A handle removed while paused (`max_rate`, `metered_budget`) still holds libcurl's paused state
         // (and bytes meant for its old transfer): it is freed with its transfer, not reused.
         if transfer.reservedBudget > 0 {  // a transfer of known size gives back its reservation
             allowances[transfer.job.feed.name]?.release(transfer.reservedBudget)
             transfer.reservedBudget = 0
         }
-        guard !transfer.pausedForRate, !transfer.pausedForBudget, idleHandles.count < concurrency else { return }
+        guard reusable, !transfer.pausedForRate, !transfer.pausedForBudget, idleHandles.count < concurrency else { return }
         idleHandles.append(transfer.easy)
     }
 
@@ -282,7 +286,7 @@ final class EngineShard: @unchecked Sendable {
             guard let transfer = active[handle] else { continue }
             multi.remove(transfer.easy)
             let outcome = transfer.finish(curlCode: code, maxRedirects: transfer.job.feed.limits.maxRedirects ?? config.maxRedirects)
-            if case .redirect = outcome {} else { release(transfer) }
+            if case .redirect = outcome {} else { release(transfer, reusable: code == CurlGlobal.ok) }
             switch outcome {
             case .redirect:
                 do {
@@ -426,7 +430,7 @@ final class EngineShard: @unchecked Sendable {
     private func pause(_ transfer: Transfer, reason: String) {
         multi.remove(transfer.easy)
         deactivate(transfer)
-        release(transfer)
+        release(transfer, reusable: false)
         countMetered(transfer)
         sync(transfer)
         attempt(transfer, outcome: "paused", error: reason)
