@@ -411,6 +411,37 @@ import PrefetchCore
         s.checkInvariant(["t/a.bin": [body]])
     }
 
+    /// FAULTS 12: a 206 is part of a file. One whose Content-Range gives no total (`bytes 0-9/*`),
+    /// sent to a request that asked for the whole file, must not be placed as if it were all of
+    /// it; nor one that carries fewer bytes than its range says. What arrived is kept, and the
+    /// next attempt asks for the rest.
+    @Test func aPartialResponseIsNeverTakenForTheWholeFile() throws {
+        let s = try Scenario()
+        // Text, so the injected 206 bodies below are exactly the files' first bytes.
+        let a = Array((0..<500).map { String(format: "a%08d\n", $0) }.joined().utf8)
+        let b = Array((0..<500).map { String(format: "b%08d\n", $0) }.joined().utf8)
+        s.origin.serve("/a.bin", OriginResource(a, etag: "\"a1\""))
+        s.origin.serve("/b.bin", OriginResource(b, etag: "\"b1\""))
+        let headA = String(decoding: a[0..<10], as: UTF8.self), headB = String(decoding: b[0..<10], as: UTF8.self)
+        s.origin.inject("/a.bin", [.status(206, body: headA, headers: [("Content-Range", "bytes 0-9/*"), ("ETag", "\"a1\"")])])
+        s.origin.inject("/b.bin", [.status(206, body: headB, headers: [("Content-Range", "bytes 0-999/5000"), ("ETag", "\"b1\"")])])
+        try s.feed(Self.nextRun + "resources:\n  - url: ORIGIN/a.bin\n  - url: ORIGIN/b.bin\n")
+        let allowed = ["t/a.bin": [a], "t/b.bin": [b]]
+        let first = try s.run()
+        #expect(first.status == 1, "\(first.diagnostics)")
+        #expect(!s.exists("t/a.bin") && !s.exists("t/b.bin"), "\(first.diagnostics)")
+        s.checkInvariant(allowed)
+
+        let second = try s.run(offset: "+10m")
+        #expect(first.failure("a.bin")?.contains("no total length") == true, "\(first.diagnostics)")
+        #expect(second.status == 0, "\(second.diagnostics)")
+        for path in ["/a.bin", "/b.bin"] {  // the 10 bytes that came are kept: the rest is asked for
+            #expect(s.origin.requests(to: path).map { $0.header("range") } == [nil, "bytes=10-"])
+        }
+        #expect(s.digest("t/a.bin") == Self.sha(a) && s.digest("t/b.bin") == Self.sha(b), "\(second.diagnostics)")
+        s.checkInvariant(allowed)
+    }
+
     /// FAULTS 5, with no body at all: a 200 with `Content-Length: 0` to a ranged request
     /// calls no write callback, and still means "the file is now empty" — the planted
     /// partial must not be placed as if it were the answer.

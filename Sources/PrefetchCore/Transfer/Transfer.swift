@@ -128,6 +128,8 @@ final class Transfer {
     /// Validators of the response that produced the partial's bytes.
     private(set) var partialValidators = Validators()
     private(set) var expectedTotal: UInt64?
+    /// The last byte a 206 said it carries (its Content-Range), while its body is received.
+    private var rangeEnd: UInt64?
     let startedAt = Date()
 
     // The response being received.
@@ -232,6 +234,7 @@ final class Transfer {
     func configure(config: Config, environment: [String: String]) throws(TransferFailure) {
         status = 0
         headers = ResponseHeaders()
+        rangeEnd = nil
         decided = false
         var lines = ["Accept-Encoding: identity"]  // ranges must refer to the stored bytes (FAULTS 15)
         if isSameOrigin(url) {
@@ -424,7 +427,9 @@ final class Transfer {
                 return
             }
             expectedTotal = range.total
+            rangeEnd = range.end
         } else {
+            rangeEnd = nil
             if requestedFrom > 0 || offset > 0 { restartFromZero() }
             expectedTotal = headers.contentLength.flatMap { UInt64($0) }
         }
@@ -557,6 +562,23 @@ final class Transfer {
     /// Length against Content-Length/Content-Range and `size`, then `sha256` (FAULTS 12–14).
     private func verify() -> TransferOutcome {
         if let error = body?.flush() { return .failed(Self.writeFailure(error, status: status)) }
+        if status == 206 {
+            // A 206 is part of a file: it must carry the bytes its range names, and it is the
+            // whole file only when a total (its own, or `size`) says the file ends there. What
+            // arrived is kept; the next attempt asks for the rest (FAULTS 12).
+            if let end = rangeEnd, offset != end + 1 {
+                return .failed(TransferFailure(kind: .transient, message: "the 206 ended at byte \(offset) of the range to \(end + 1)",
+                                               retryAfter: nil, discardPartial: offset > end + 1, httpStatus: status))
+            }
+            guard let total = expectedTotal ?? job.resource.size else {
+                return .failed(TransferFailure(kind: .transient, message: "the 206 gave no total length (Content-Range: …/*): \(offset) bytes kept, the rest is asked for next",
+                                               retryAfter: nil, discardPartial: false, httpStatus: status))
+            }
+            if offset < total {
+                return .failed(TransferFailure(kind: .transient, message: "got \(offset) of \(total) bytes", retryAfter: nil,
+                                               discardPartial: false, httpStatus: status))
+            }
+        }
         if let total = expectedTotal, offset != total {
             return .failed(TransferFailure(kind: .transient, message: "got \(offset) of \(total) bytes", retryAfter: nil,
                                            discardPartial: offset > total, httpStatus: status))
