@@ -140,6 +140,16 @@ import Testing
         #expect(snapshot.meteredBytes[MeteredDay(feed: "lobby", day: "2026-11-29")] == 15)
         #expect(snapshot.throughput == Double(2 << 20))  // median of 1, 2 and 3 MiB/s
 
+        // A 304 confirms the copy: its validators and time change, its length and sha256 stay.
+        try store.recordValidated(key, urlHash: "h1", validators: Validators(etag: "\"abd\""), length: nil, sha256: nil, placed: false, at: 1700)
+        let confirmed = try #require(try store.snapshot().resources[key])
+        #expect(confirmed.length == 42 && confirmed.sha256 == placed.sha256 && confirmed.placedAt == 1100 && confirmed.validatedAt == 1700)
+        #expect(confirmed.validators == Validators(etag: "\"abd\""))
+        // A new copy placed without a sha256 to check records none.
+        try store.recordValidated(key, urlHash: "h1", validators: Validators(), length: 7, sha256: nil, placed: true, at: 1800)
+        let replaced = try #require(try store.snapshot().resources[key])
+        #expect(replaced.length == 7 && replaced.sha256 == nil && replaced.placedAt == 1800)
+
         // A success clears the failure record and the partial.
         try store.recordValidated(ResourceKey(feed: "lobby", path: "d"), urlHash: "h4", validators: Validators(), length: 100,
                                   sha256: nil, placed: true, at: 1600)

@@ -655,6 +655,7 @@ import PrefetchCore
         #expect(after.st_mtim.tv_sec == before.st_mtim.tv_sec && after.st_mtim.tv_nsec == before.st_mtim.tv_nsec)
         #expect(s.digest("t/a.bin") == Self.sha(body))
         #expect((s.resourceState("a.bin")?.validatedAt ?? 0) >= validatedBefore + 7000)
+        #expect(s.resourceState("a.bin")?.length == UInt64(body.count))  // the copy's record keeps its size
         // No partial was even created for the 304 (a create and unlink would move the folder's mtime).
         let partialFolderAfter = try #require(s.stat(".prefetch/partial"))
         #expect(partialFolderAfter.st_mtim.tv_sec == partialFolderBefore.st_mtim.tv_sec

@@ -215,6 +215,7 @@ public final class StateStore {
 
     /// Records a verified copy placed (or confirmed by a 304) at `time`; clears failures and,
     /// unless the caller knows there is none (`clearPartial: false`), the partial's record.
+    /// A 304 (`placed: false`) keeps the placed copy's recorded length and sha256.
     public func recordValidated(_ key: ResourceKey, urlHash: String, validators: Validators, length: UInt64?,
                                 sha256: String?, placed: Bool, at time: Int64, clearPartial: Bool = true) throws(SQLiteError) {
         func upsert() throws(SQLiteError) {
@@ -222,7 +223,9 @@ public final class StateStore {
                 INSERT INTO resources (feed, path, url_hash, etag, last_modified, length, sha256, placed_at, validated_at, last_success, failures, permanent)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0)
                 ON CONFLICT (feed, path) DO UPDATE SET url_hash = excluded.url_hash, etag = excluded.etag,
-                    last_modified = excluded.last_modified, length = excluded.length, sha256 = excluded.sha256,
+                    last_modified = excluded.last_modified,
+                    length = CASE WHEN excluded.placed_at IS NULL THEN resources.length ELSE excluded.length END,
+                    sha256 = CASE WHEN excluded.placed_at IS NULL THEN resources.sha256 ELSE excluded.sha256 END,
                     placed_at = COALESCE(excluded.placed_at, resources.placed_at), validated_at = excluded.validated_at,
                     last_success = excluded.last_success, last_error = NULL, last_error_at = NULL, failures = 0,
                     failure_release = NULL, permanent = 0, next_retry = NULL
