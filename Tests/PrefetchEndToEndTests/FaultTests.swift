@@ -73,6 +73,18 @@ import PrefetchCore
         /// regression (say, a stall that is never cut short) fails the test instead of hanging the suite.
         func run(offset: String? = nil, config: String = "/dev/null", environment: [String: String] = [:],
                  timeout: Double = 30, sourceLocation: Testing.SourceLocation = #_sourceLocation) throws -> RunResult {
+            try invoke(["run", "--json", "--feeds", "feeds", "--cache", "cache", "--config", config], offset: offset,
+                       environment: environment, timeout: timeout, sourceLocation: sourceLocation)
+        }
+
+        /// The resource lines of `prefetch plan --json` with the clock moved by `offset`.
+        func plan(offset: String? = nil) throws -> [[String: Any]] {
+            try invoke(["plan", "--json", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"], offset: offset)
+                .events.filter { $0["type"] as? String == "resource" }
+        }
+
+        private func invoke(_ arguments: [String], offset: String?, environment: [String: String] = [:], timeout: Double = 30,
+                            sourceLocation: Testing.SourceLocation = #_sourceLocation) throws -> RunResult {
             let scratch = try TemporaryFolder()
             let outURL = scratch.url.appendingPathComponent("stdout"), errURL = scratch.url.appendingPathComponent("stderr")
             try Data().write(to: outURL)
@@ -81,7 +93,7 @@ import PrefetchCore
             defer { try? outHandle.close(); try? errHandle.close() }
             let process = Process()
             process.executableURL = BinaryRunner.executable
-            process.arguments = ["run", "--json", "--feeds", "feeds", "--cache", "cache", "--config", config]
+            process.arguments = arguments
             process.currentDirectoryURL = dir.url
             var env = ["PATH": "/usr/bin:/bin", "TZ": "UTC", "HOME": scratch.url.path]
             env.merge(BinaryRunner.inherited) { $1 }
@@ -96,7 +108,7 @@ import PrefetchCore
             while process.isRunning && Date().timeIntervalSince(started) < timeout { usleep(20_000) }
             if process.isRunning {
                 kill(process.processIdentifier, SIGKILL)
-                Issue.record("prefetch run did not finish within \(Int(timeout)) s; killed", sourceLocation: sourceLocation)
+                Issue.record("prefetch \(arguments[0]) did not finish within \(Int(timeout)) s; killed", sourceLocation: sourceLocation)
             }
             process.waitUntilExit()
             return RunResult(status: process.terminationStatus,
@@ -1007,6 +1019,43 @@ import PrefetchCore
         #expect(from > 0, "the trickled bytes were thrown away: \(resumeB.header("range") ?? "no Range")")
         #expect(s.digest("t/a.bin") == Self.sha(a) && s.digest("t/b.bin") == Self.sha(b))
         s.checkInvariant(["t/a.bin": [a], "t/b.bin": [b]])
+    }
+
+    /// A resource whose URL changed keeps its old copy until the new URL delivers; a failure of the
+    /// new URL counts like any other: a 404 is not asked again until the next release, a 503 waits
+    /// for its backoff. (The failure was once recorded against the old URL's record and then
+    /// ignored, so every run asked the failing URL again at once.)
+    @Test func aFailingNewURLBacksOffAndKeepsTheOldCopy() throws {
+        let s = try Scenario()
+        let old = Self.bytes(20_000, seed: 180)
+        s.origin.serve("/v1/a.bin", OriginResource(old, etag: "\"a1\""))
+        s.origin.serve("/v1/b.bin", OriginResource(old, etag: "\"b1\""))
+        let settings = "retry: { attempts: 5, backoff: 5m, max_backoff: 1h }\nrefresh: 1d\n"
+        try s.feed(settings + "resources:\n  - url: ORIGIN/v1/a.bin\n    path: a.bin\n  - url: ORIGIN/v1/b.bin\n    path: b.bin\n")
+        #expect(try s.run().status == 0)
+
+        // v2/a.bin is not there (404); v2/b.bin answers 503 once.
+        s.origin.serve("/v2/b.bin", OriginResource(old, etag: "\"b2\""))
+        s.origin.inject("/v2/b.bin", [.status(503)])
+        try s.feed(settings + "resources:\n  - url: ORIGIN/v2/a.bin\n    path: a.bin\n  - url: ORIGIN/v2/b.bin\n    path: b.bin\n")
+        let changed = try s.run(offset: "+1m")
+        #expect(changed.status == 1, "\(changed.diagnostics)")
+        #expect(s.origin.requests(to: "/v2/a.bin").count == 1 && s.origin.requests(to: "/v2/b.bin").count == 1)
+        #expect(s.origin.requests(to: "/v2/b.bin").first?.header("if-none-match") == nil)  // b1 belongs to the old URL
+        #expect(s.digest("t/a.bin") == Self.sha(old) && s.digest("t/b.bin") == Self.sha(old))  // the old copies stay
+
+        let plan = try s.plan(offset: "+2m")
+        #expect(plan.contains(where: { $0["path"] as? String == "a.bin" && $0["state"] as? String == "failed" }), "\(plan)")
+        #expect(plan.contains(where: { $0["path"] as? String == "b.bin" && $0["state"] as? String == "backoff" }), "\(plan)")
+        let early = try s.run(offset: "+2m")
+        #expect(early.status == 0, "\(early.diagnostics)")
+        #expect(s.origin.requests(to: "/v2/a.bin").count == 1 && s.origin.requests(to: "/v2/b.bin").count == 1, "asked again before its time")
+
+        let later = try s.run(offset: "+2h")  // b's backoff is over; a waits for the next release
+        #expect(later.status == 0, "\(later.diagnostics)")
+        #expect(s.origin.requests(to: "/v2/a.bin").count == 1 && s.origin.requests(to: "/v2/b.bin").count == 2)
+        #expect(s.digest("t/a.bin") == Self.sha(old) && s.digest("t/b.bin") == Self.sha(old))
+        s.checkInvariant(["t/a.bin": [old], "t/b.bin": [old]])
     }
 
     /// A failed name lookup leaves libcurl's receive buffer on its handle, and libcurl 7.88 then

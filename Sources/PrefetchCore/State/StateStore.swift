@@ -240,14 +240,24 @@ public final class StateStore {
     }
 
     /// Records a failed attempt within `release`. Failures of an older release do not count.
+    ///
+    /// When the manifest gave the resource a new URL, the record moves to it: the failures
+    /// count for the new URL (the plan and the next runs honour them), and the old URL's
+    /// validators and freshness are dropped, so they are never sent to the new one. The
+    /// placed copy itself, its length and sha256 stay until the new URL delivers.
     public func recordFailure(_ key: ResourceKey, urlHash: String, release: Int64, error: String, permanent: Bool,
                               nextRetry: Int64?, at time: Int64) throws(SQLiteError) {
         try db.run("""
             INSERT INTO resources (feed, path, url_hash, last_error, last_error_at, failures, failure_release, permanent, next_retry)
             VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?)
             ON CONFLICT (feed, path) DO UPDATE SET last_error = excluded.last_error, last_error_at = excluded.last_error_at,
-                failures = CASE WHEN resources.failure_release = excluded.failure_release THEN resources.failures + 1 ELSE 1 END,
-                failure_release = excluded.failure_release, permanent = excluded.permanent, next_retry = excluded.next_retry
+                failures = CASE WHEN resources.failure_release = excluded.failure_release AND resources.url_hash = excluded.url_hash
+                                THEN resources.failures + 1 ELSE 1 END,
+                failure_release = excluded.failure_release, permanent = excluded.permanent, next_retry = excluded.next_retry,
+                etag = CASE WHEN resources.url_hash = excluded.url_hash THEN resources.etag END,
+                last_modified = CASE WHEN resources.url_hash = excluded.url_hash THEN resources.last_modified END,
+                validated_at = CASE WHEN resources.url_hash = excluded.url_hash THEN resources.validated_at END,
+                url_hash = excluded.url_hash
             """, [.text(key.feed), .text(key.path), .text(urlHash), .text(error), .int(time), .int(release),
                   .int(permanent ? 1 : 0), .optional(nextRetry)])
     }
