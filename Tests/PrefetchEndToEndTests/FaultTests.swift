@@ -885,11 +885,11 @@ import PrefetchCore
         s.checkInvariant(Dictionary(uniqueKeysWithValues: ["a", "b", "c"].enumerated().map { ("t/\($1).bin", [bodies[$0]]) }))
     }
 
-    /// FAULTS 16: 500/502/504 → backoff and retry; 404/410/401/403 → one request, reported, exit 1;
+    /// FAULTS 16: 500/502/504 (and 408, as curl --retry) → backoff and retry; 404/410/401/403 → one request, reported, exit 1;
     /// no error body ever lands.
     @Test func serverErrorsBackOffAndClientErrorsAreNotRetried() throws {
         let s = try Scenario()
-        let codes = [500, 502, 504, 404, 410, 401, 403]
+        let codes = [500, 502, 504, 408, 404, 410, 401, 403]
         var bodies: [Int: [UInt8]] = [:]
         for code in codes {
             bodies[code] = Self.bytes(10_000, seed: UInt64(code))
@@ -899,7 +899,7 @@ import PrefetchCore
         try s.feed(Self.inRun + "resources:\n" + codes.map { "  - url: ORIGIN/e\($0).bin\n" }.joined())
         let result = try s.run()
         #expect(result.status == 1, "\(result.diagnostics)")
-        for code in [500, 502, 504] {
+        for code in [500, 502, 504, 408] {
             #expect(s.origin.requests(to: "/e\(code).bin").count == 2, "\(code)")
             #expect(result.retries("e\(code).bin").count == 1, "\(code)")
             #expect(s.digest("t/e\(code).bin") == Self.sha(bodies[code]!), "\(code)")

@@ -524,7 +524,7 @@ final class Transfer {
         switch http {
         case 401, 403, 404, 410:
             return .failed(permanent("HTTP \(http)", http))
-        case 429, 503:
+        case 408, 429, 503:  // 408 Request Timeout is transient too, as for curl --retry
             return .failed(TransferFailure(kind: .transient, message: "HTTP \(http)", retryAfter: Self.retryAfter(headers.retryAfter),
                                            discardPartial: false, httpStatus: http))
         case 500..<600:
