@@ -675,6 +675,24 @@ import PrefetchCore
         s.checkInvariant(["t/a.bin": [body]])
     }
 
+    /// A machine whose clock was a year ahead when it fetched, and was then set right: its copies
+    /// are not taken as fresh until the clock catches up; the next run revalidates them (304).
+    @Test func aClockSetBackDoesNotFreezeTheCache() throws {
+        let s = try Scenario()
+        let body = Self.bytes(10_000, seed: 130)
+        s.origin.serve("/a.bin", OriginResource(body, etag: "\"v1\""))
+        try s.feed(Self.inRun + "refresh: 1h\nresources:\n  - url: ORIGIN/a.bin\n")
+        #expect(try s.run(offset: "+365d").status == 0)
+        let now = try s.run()
+        #expect(now.status == 0, "\(now.diagnostics)")
+        #expect(s.origin.requests(to: "/a.bin").count == 2, "\(now.diagnostics)")
+        #expect(s.origin.requests(to: "/a.bin").last?.header("if-none-match") == "\"v1\"")
+        #expect(!now.events("fresh", "a.bin").isEmpty)
+        let later = try s.run(offset: "+10m")  // and from then on, refresh counts from the real clock
+        #expect(later.status == 0 && s.origin.requests(to: "/a.bin").count == 2, "\(later.diagnostics)")
+        s.checkInvariant(["t/a.bin": [body]])
+    }
+
     /// FAULTS 11: a 304 to a request while a partial exists is not "complete": the previous good
     /// copy stays, the partial is not placed, the new version arrives later.
     @Test func a304WhileAPartialExistsIsNotComplete() throws {

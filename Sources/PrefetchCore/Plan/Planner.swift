@@ -3,6 +3,20 @@ public enum Planner {
     /// Throughput assumed before any run has measured one: 4 MiB/s.
     public static let defaultThroughput: Double = 4 * 1_048_576
 
+    /// How far ahead of now a recorded time may lie and still be believed. A time further
+    /// ahead was recorded under a clock that has since been set back (a machine that booted
+    /// with its clock wrong, then corrected): a copy "validated" then is not fresh, a release
+    /// "finished" then does not hold the feed back, and a retry set beyond `max_backoff` (plus
+    /// this slack) waits `max_backoff` from now. Otherwise such a copy would stay fresh, and
+    /// such a feed idle, until the clock caught up.
+    public static let clockSlack: Int64 = 3600
+
+    /// `time`, unless it lies more than `clockSlack` ahead of `now`; then `replacement`.
+    static func believed(_ time: Int64?, now: Int64, else replacement: Int64?) -> Int64? {
+        guard let time, time > now + clockSlack else { return time }
+        return replacement
+    }
+
     public static func plan(_ input: PlanInput) -> Plan {
         let now = input.now
         var feedPlans: [FeedPlan] = []
@@ -43,7 +57,12 @@ public enum Planner {
     static func planFeed(_ feed: Feed, input: PlanInput) -> FeedPlan {
         let now = input.now
         let timing = FeedTiming(feed, machineID: input.machineID?.value)
-        let feedState = input.state.feeds[feed.name]
+        let feedState = input.state.feeds[feed.name].map { recorded in
+            var state = recorded
+            state.lastRelease = believed(recorded.lastRelease, now: now, else: now)
+            state.lastReleaseFinished = believed(recorded.lastReleaseFinished, now: now, else: now)
+            return state
+        }
         let release = timing.currentRelease(at: now, state: feedState)
         let gate = timing.gate(for: release)
         let nextRelease = timing.nextReleases(after: now, count: 1, state: feedState).first
@@ -86,7 +105,9 @@ public enum Planner {
                     items.append(item)
                     continue
                 }
-                if let retry = state.nextRetry, retry > now {
+                // A retry is never set more than max_backoff ahead: one further ahead is from a clock set back since.
+                let latest = now + feed.retry.maxBackoff.seconds
+                if let retry = state.nextRetry.map({ $0 > latest + clockSlack ? latest : $0 }), retry > now {
                     item.status = .backoff
                     item.reason = "attempt \(state.failures) of \(feed.retry.attempts) failed"
                     item.next = retry
@@ -95,7 +116,7 @@ public enum Planner {
                 }
             }
             // fresh
-            let validated = (cached && state?.urlHash == urlHash) ? state?.validatedAt : nil
+            let validated = (cached && state?.urlHash == urlHash) ? believed(state?.validatedAt, now: now, else: nil) : nil
             if let validated {
                 let beforeRelease = release.map { validated < $0 } ?? (timing.mode == .afterPrevious && feedState == nil)
                 let age = now - validated
