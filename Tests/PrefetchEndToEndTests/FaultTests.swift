@@ -675,6 +675,25 @@ import PrefetchCore
         s.checkInvariant(["t/a.bin": [body]])
     }
 
+    /// A cached copy cut short or overwritten since it was placed (another program, a bad disk) is
+    /// not revalidated, since a 304 would keep it: it is fetched whole and replaced.
+    @Test func aCopyDamagedOnDiskIsFetchedAgainNotRevalidated() throws {
+        let s = try Scenario()
+        let body = Self.bytes(50_000, seed: 140)
+        s.origin.serve("/a.bin", OriginResource(body, etag: "\"v1\""))
+        s.origin.serve("/b.bin", OriginResource(body, etag: "\"v1\""))
+        try s.feed(Self.inRun + "refresh: 1h\nresources:\n  - url: ORIGIN/a.bin\n  - url: ORIGIN/b.bin\n")
+        #expect(try s.run().status == 0)
+        try Data(body[0..<20_000]).write(to: s.cache.appendingPathComponent("t/a.bin"))  // cut short
+        let again = try s.run(offset: "+2h")
+        #expect(again.status == 0, "\(again.diagnostics)")
+        #expect(s.origin.requests(to: "/a.bin").last?.header("if-none-match") == nil)
+        #expect(s.origin.requests(to: "/b.bin").last?.header("if-none-match") == "\"v1\"")  // the intact copy: revalidated
+        #expect(!again.events("placed", "a.bin").isEmpty && !again.events("fresh", "b.bin").isEmpty, "\(again.diagnostics)")
+        #expect(s.digest("t/a.bin") == Self.sha(body))
+        s.checkInvariant(["t/a.bin": [body], "t/b.bin": [body]])
+    }
+
     /// A machine whose clock was a year ahead when it fetched, and was then set right: its copies
     /// are not taken as fresh until the clock catches up; the next run revalidates them (304).
     @Test func aClockSetBackDoesNotFreezeTheCache() throws {

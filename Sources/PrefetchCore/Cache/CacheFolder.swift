@@ -10,6 +10,26 @@ public final class CacheFolder {
     let partials: FileDescriptor
     private var lockFile: FileDescriptor?
 
+    /// The size of the final file `feed/path`, or nil when there is no regular file there.
+    /// Its folder is reached without following symlinks and kept in `folders`, as `place` does.
+    func finalSize(feed: String, path: String, folders: inout [String: FileDescriptor]) -> UInt64? {
+        let slash = path.lastSlash
+        let key = slash.map { feed + "/" + path[..<$0] } ?? feed
+        let folder: FileDescriptor
+        if let known = folders[key] {
+            folder = known
+        } else {
+            let components = slash.map { path[..<$0].split(separator: "/") } ?? []
+            guard case .success(let opened) = SafePath.openFolders([Substring(feed)] + components, below: root, create: false) else { return nil }
+            folders[key] = opened
+            folder = opened
+        }
+        var info = stat()
+        let leaf = slash.map { String(path.suffix(afterSlash: $0)) } ?? path
+        guard fstatat(folder.raw, leaf, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return UInt64(info.st_size)
+    }
+
     /// Opens the cache, creating it and `.prefetch/partial/` (mode 0755) as needed.
     public static func open(_ path: String) -> Result<CacheFolder, CacheError> {
         // mkdir(2) with 0755 for each missing folder, so the umask applies as it does to every

@@ -75,6 +75,7 @@ struct RunPass {
             jobs.append(TransferJob(
                 feed: feed, resource: resource, key: key, urlHash: urlHash, release: release,
                 cachedValidators: cached.contains(key) && sameURL ? recorded?.validators : nil,
+                cachedLength: recorded?.length,
                 partial: recorded?.partial,
                 failures: (recorded?.failureRelease == release && sameURL) ? recorded?.failures ?? 0 : 0))
         }

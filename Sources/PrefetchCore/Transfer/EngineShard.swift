@@ -206,6 +206,13 @@ final class EngineShard: @unchecked Sendable {
     }
 
     private func start(_ job: TransferJob) {
+        var job = job
+        if job.cachedValidators != nil, let recorded = job.cachedLength,
+           cache.finalSize(feed: job.key.feed, path: job.key.path, folders: &openFolders) != recorded {
+            // The copy on disk is not the one recorded (cut short or overwritten since): a 304
+            // must not keep it, so it is fetched whole.
+            job.cachedValidators = nil
+        }
         let name = CacheFolder.partialName(feed: job.key.feed, path: job.key.path)
         // Only a partial state.db knows of can be resumed; any other is replaced when a body begins.
         let existing = job.partial != nil ? cache.openPartial(name) : nil

@@ -11,7 +11,9 @@ struct TransferJob {
     /// The release the attempt belongs to (failures count within it).
     let release: Int64
     /// Validators of the cached copy, for a conditional request (revalidation).
-    let cachedValidators: Validators?
+    var cachedValidators: Validators?
+    /// The cached copy's recorded length: a copy on disk of another length is not revalidated.
+    var cachedLength: UInt64?
     /// The partial recorded in state.db, if any (a retry carries the one just synced).
     var partial: PartialState?
     /// Consecutive failures in this release before this attempt.
