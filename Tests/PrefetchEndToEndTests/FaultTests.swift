@@ -500,6 +500,28 @@ import PrefetchCore
         s.checkInvariant(["t/a.bin": [v2]])
     }
 
+    /// FAULTS 6, with a server that ignores If-Range: it answers the resume with a 206 of the new
+    /// version (its ETag says so). Appending that tail to the old version's bytes is the bug users
+    /// keep filing against downloaders: the partial restarts from zero instead, and only the new
+    /// version, whole, is placed.
+    @Test func aRangeOfAnotherVersionIsNeverAppended() throws {
+        let s = try Scenario()
+        let v1 = Array((0..<500).map { String(format: "1%08d\n", $0) }.joined().utf8)
+        let v2 = Array((0..<500).map { String(format: "2%08d\n", $0) }.joined().utf8)
+        s.origin.serve("/a.bin", OriginResource(v2, etag: "\"v2\""))
+        let tail = String(decoding: v2[4_000...], as: UTF8.self)
+        s.origin.inject("/a.bin", [.status(206, body: tail, headers: [("Content-Range", "bytes 4000-4999/5000"), ("ETag", "\"v2\"")])])
+        try s.plant("a.bin", bytes: Array(v1[0..<4_000]), synced: 4_000, validators: Validators(etag: "\"v1\""))
+        try s.feed(Self.inRun + "resources:\n  - url: ORIGIN/a.bin\n")
+        let result = try s.run()
+        #expect(result.status == 0, "\(result.diagnostics)")
+        let requests = s.origin.requests(to: "/a.bin")
+        #expect(requests.first?.header("if-range") == "\"v1\"")
+        #expect(requests.count == 2 && requests.last?.header("range") == nil, "\(requests.map { $0.header("range") })")
+        #expect(s.digest("t/a.bin") == Self.sha(v2), "\(result.diagnostics)")
+        s.checkInvariant(["t/a.bin": [v2]])
+    }
+
     /// FAULTS 7: a weak ETag never goes into If-Range; Last-Modified is used when present,
     /// otherwise the transfer restarts from zero.
     @Test func weakETagsAreNeverUsedInIfRange() throws {

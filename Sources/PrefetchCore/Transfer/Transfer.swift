@@ -428,6 +428,13 @@ final class Transfer {
                                                   retryAfter: nil, discardPartial: true, httpStatus: status)
                 return
             }
+            // A server that ignores If-Range may send a range of the version it has now: its
+            // validators say so, and its bytes must not be appended to the old ones (FAULTS 6).
+            if requestedFrom > 0, Self.isAnotherVersion(partialValidators, headers) {
+                callbackFailure = TransferFailure(kind: .transient, message: "the server answered the resume with a range of another version; restarting from zero",
+                                                  retryAfter: nil, discardPartial: true, httpStatus: status)
+                return
+            }
             expectedTotal = range.total
             rangeEnd = range.end
         } else {
@@ -457,6 +464,16 @@ final class Transfer {
                                               retryAfter: nil, discardPartial: false, httpStatus: status)
             return false
         }
+    }
+
+    /// Whether a response's validators name another version than the partial's: ETags
+    /// compared weakly (RFC 9110 §8.8.3.2, the opaque tags), else Last-Modified; a
+    /// validator missing on either side tells nothing.
+    static func isAnotherVersion(_ partial: Validators, _ response: ResponseHeaders) -> Bool {
+        func opaque(_ tag: String) -> Substring { tag.hasPrefix("W/") ? tag.dropFirst(2) : Substring(tag) }
+        if let ours = partial.etag, let theirs = response.etag { return opaque(ours) != opaque(theirs) }
+        if let ours = partial.lastModified, let theirs = response.lastModified { return ours != theirs }
+        return false
     }
 
     /// `bytes a-b/total` (total may be `*`), or `bytes */total` for a 416.
