@@ -624,6 +624,23 @@ import PrefetchCore
         s.checkInvariant(["t/a.bin": [a], "t/b.bin": [b], "t/c.bin": [c], "t/d.bin": [d]])
     }
 
+    /// FAULTS 9, with a server that ignores If-Range: its 416 says the file is as long as the
+    /// partial, but its ETag names a new version of the same length. The bytes on disk are the old
+    /// version's: they are not placed; the file restarts from zero.
+    @Test func a416OfAnotherVersionDoesNotFinalizeTheOldBytes() throws {
+        let s = try Scenario()
+        let v1 = Self.bytes(5_000, seed: 95), v2 = Self.bytes(5_000, seed: 96)
+        s.origin.serve("/e.bin", OriginResource(v2, etag: "\"e2\""))
+        s.origin.inject("/e.bin", [.status(416, headers: [("Content-Range", "bytes */5000"), ("ETag", "\"e2\"")])])
+        try s.plant("e.bin", bytes: v1, synced: 5_000, validators: Validators(etag: "\"e1\""))
+        try s.feed(Self.inRun + "resources:\n  - url: ORIGIN/e.bin\n")
+        let result = try s.run()
+        #expect(result.status == 0, "\(result.diagnostics)")
+        #expect(s.origin.requests(to: "/e.bin").map { $0.header("range") } == ["bytes=5000-", nil])
+        #expect(s.digest("t/e.bin") == Self.sha(v2))
+        s.checkInvariant(["t/e.bin": [v2]])
+    }
+
     // MARK: - Connections and proxies
 
     /// Connections are reused: 20 files at 2-way arrive over at most two connections.

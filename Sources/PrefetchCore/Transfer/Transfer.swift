@@ -517,8 +517,9 @@ final class Transfer {
         }
         if http == 416 {
             // FAULTS 9: the partial may already hold the whole file.
+            // Unless the 416 names another version: then the bytes on disk are the old one's.
             if let range = headers.contentRange, range.hasPrefix("bytes */"), let total = UInt64(range.dropFirst(8)),
-               total == offset, offset > 0 {
+               total == offset, offset > 0, !Self.isAnotherVersion(partialValidators, headers) {
                 expectedTotal = total
                 return verify()
             }
