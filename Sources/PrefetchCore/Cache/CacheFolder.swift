@@ -11,23 +11,44 @@ public final class CacheFolder {
     private var lockFile: FileDescriptor?
 
     /// The size of the final file `feed/path`, or nil when there is no regular file there.
-    /// Its folder is reached without following symlinks and kept in `folders`, as `place` does.
+    /// Its folder is reached as `place` reaches it, and kept in `folders` the same way.
     func finalSize(feed: String, path: String, folders: inout [String: FileDescriptor]) -> UInt64? {
-        let slash = path.lastSlash
-        let key = slash.map { feed + "/" + path[..<$0] } ?? feed
-        let folder: FileDescriptor
-        if let known = folders[key] {
-            folder = known
-        } else {
-            let components = slash.map { path[..<$0].split(separator: "/") } ?? []
-            guard case .success(let opened) = SafePath.openFolders([Substring(feed)] + components, below: root, create: false) else { return nil }
-            folders[key] = opened
-            folder = opened
-        }
+        let final = FinalPath(feed: feed, path: path)
+        guard case .success(let folder) = self.folder(of: final, create: false, reopen: false, folders: &folders) else { return nil }
         var info = stat()
-        let leaf = slash.map { String(path.suffix(afterSlash: $0)) } ?? path
-        guard fstatat(folder.raw, leaf, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        guard fstatat(folder.raw, final.leaf, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         return UInt64(info.st_size)
+    }
+
+    /// A final file's folder (as `feed` and the path's folders) and its name in it.
+    private struct FinalPath {
+        let feed: String
+        let path: String
+        let slash: String.Index?
+        let leaf: String
+        /// The folder's key in a `folders` cache: `feed` or `feed/sub/dir`.
+        let key: String
+
+        init(feed: String, path: String) {
+            self.feed = feed
+            self.path = path
+            slash = path.lastSlash
+            leaf = slash.map { path.suffix(afterSlash: $0) } ?? path
+            key = slash.map { feed + "/" + path[..<$0] } ?? feed
+        }
+
+        /// The folders from the cache's root down to the file's (only needed to open them).
+        var folders: [Substring] { [Substring(feed)] + (slash.map { path[..<$0].split(separator: "/") } ?? []) }
+    }
+
+    /// The folder of `final`: from `folders` unless `reopen`, else opened below the root without
+    /// following any symlink (and created when `create`), and kept in `folders`.
+    private func folder(of final: FinalPath, create: Bool, reopen: Bool,
+                        folders: inout [String: FileDescriptor]) -> Result<FileDescriptor, SafePathError> {
+        if !reopen, let known = folders[final.key] { return .success(known) }
+        let opened = SafePath.openFolders(final.folders, below: root, create: create)
+        if case .success(let folder) = opened { folders[final.key] = folder }
+        return opened
     }
 
     /// Opens the cache, creating it and `.prefetch/partial/` (mode 0755) as needed.
@@ -125,24 +146,16 @@ public final class CacheFolder {
     /// opened again.
     func place(partial name: String, feed: String, path: String,
                folders: inout [String: FileDescriptor]) -> Result<FileDescriptor, CacheError> {
-        let slash = path.lastSlash
-        let leaf = slash.map { path.suffix(afterSlash: $0) } ?? path
-        let key = slash.map { feed + "/" + path[..<$0] } ?? feed
+        let final = FinalPath(feed: feed, path: path)
         for attempt in 0..<2 {
             let folder: FileDescriptor
-            if attempt == 0, let known = folders[key] {
-                folder = known
-            } else {
-                let components = slash.map { path[..<$0].split(separator: "/") } ?? []
-                switch SafePath.openFolders([Substring(feed)] + components, below: root, create: true) {
-                case .success(let opened): folder = opened
-                case .failure(let error): return .failure(.unsafePath(error.description))
-                }
-                folders[key] = folder
+            switch self.folder(of: final, create: true, reopen: attempt > 0, folders: &folders) {
+            case .success(let opened): folder = opened
+            case .failure(let error): return .failure(.unsafePath(error.description))
             }
-            if renameat(partials.raw, name, folder.raw, leaf) == 0 { return .success(folder) }
+            if renameat(partials.raw, name, folder.raw, final.leaf) == 0 { return .success(folder) }
             let error = Errno.current
-            if error.code == ENOENT, attempt == 0, folders[key] === folder { folders[key] = nil; continue }  // folder gone: reopen
+            if error.code == ENOENT, attempt == 0 { continue }  // folder gone: reopen
             if error.code == EISDIR || error.code == ENOTEMPTY || error.code == EEXIST {
                 return .failure(.unsafePath("'\(feed)/\(path)' is a folder"))
             }

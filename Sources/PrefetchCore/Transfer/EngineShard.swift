@@ -205,14 +205,8 @@ final class EngineShard: @unchecked Sendable {
         return sameOrigin < perHost ? .start : .waitOrigin
     }
 
-    private func start(_ job: TransferJob) {
-        var job = job
-        if job.cachedValidators != nil, let recorded = job.cachedLength,
-           cache.finalSize(feed: job.key.feed, path: job.key.path, folders: &openFolders) != recorded {
-            // The copy on disk is not the one recorded (cut short or overwritten since): a 304
-            // must not keep it, so it is fetched whole.
-            job.cachedValidators = nil
-        }
+    private func start(_ planned: TransferJob) {
+        let job = cachedCopyIsIntact(planned) ? planned : planned.withoutCachedCopy
         let name = CacheFolder.partialName(feed: job.key.feed, path: job.key.path)
         // Only a partial state.db knows of can be resumed; any other is replaced when a body begins.
         let existing = job.partial != nil ? cache.openPartial(name) : nil
@@ -234,6 +228,13 @@ final class EngineShard: @unchecked Sendable {
         active[transfer.easy.handle] = transfer
         multi.add(transfer.easy)
         board.emit(.started(job.key, url: job.resource.url.redacted, total: job.resource.size, resumeAt: transfer.offset))
+    }
+
+    /// Whether the copy `job` would revalidate is still the one recorded. One cut short or
+    /// overwritten since must not be kept by a 304: it is fetched whole instead.
+    private func cachedCopyIsIntact(_ job: TransferJob) -> Bool {
+        guard job.cachedValidators != nil, let recorded = job.cachedLength else { return true }
+        return cache.finalSize(feed: job.key.feed, path: job.key.path, folders: &openFolders) == recorded
     }
 
     /// Easy handles of finished transfers, reused by the next ones (libcurl keeps the

@@ -22,6 +22,15 @@ struct TransferJob {
     var notBefore: Int64 = 0
 }
 
+extension TransferJob {
+    /// The same job with no cached copy to revalidate: the whole file is asked for.
+    var withoutCachedCopy: TransferJob {
+        var job = self
+        job.cachedValidators = nil
+        return job
+    }
+}
+
 /// A feed as its jobs see it: one shared reference, so a job list of thousands does not
 /// copy (and retain, and release) a whole manifest entry per job.
 final class JobFeed {
