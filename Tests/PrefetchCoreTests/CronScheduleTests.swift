@@ -52,9 +52,17 @@ import Testing
         // Either day field: the 1st of the month or any Monday.
         Example(cron: "0 12 1 * mon", zone: "UTC", after: "2026-11-29T00:00:00Z",
                 expected: ["2026-11-30T12:00:00Z", "2026-12-01T12:00:00Z", "2026-12-07T12:00:00Z"]),
-        // A day field beginning with '*' is unrestricted: only Mondays on odd days... no, Mondays only.
+        // A day field beginning with '*' counts as unrestricted for the either-day rule, but its
+        // step still applies (Vixie cron's DOM_STAR): both fields must match, so Mondays that
+        // are odd days of the month (Nov 30 and Dec 14 are even; Dec 7 and 21 are odd).
         Example(cron: "0 12 */2 * mon", zone: "UTC", after: "2026-11-29T00:00:00Z",
-                expected: ["2026-11-30T12:00:00Z", "2026-12-07T12:00:00Z"]),
+                expected: ["2026-12-07T12:00:00Z", "2026-12-21T12:00:00Z", "2027-01-11T12:00:00Z"]),
+        Example(cron: "0 12 */2 * 1", zone: "UTC", after: "2026-11-29T00:00:00Z",
+                expected: ["2026-12-07T12:00:00Z", "2026-12-21T12:00:00Z", "2027-01-11T12:00:00Z"]),
+        // The same the other way round: odd days of the month that are Sundays, Tuesdays,
+        // Thursdays or Saturdays (`*/2` in the day-of-week field).
+        Example(cron: "0 12 1-7 * */2", zone: "UTC", after: "2026-11-29T00:00:00Z",
+                expected: ["2026-12-01T12:00:00Z", "2026-12-03T12:00:00Z", "2026-12-05T12:00:00Z", "2026-12-06T12:00:00Z"]),
         Example(cron: "0 0 29 2 *", zone: "UTC", after: "2026-01-01T00:00:00Z", expected: ["2028-02-29T00:00:00Z"]),
         Example(cron: "@hourly", zone: "Asia/Kolkata", after: "2026-11-29T10:10:00Z",
                 expected: ["2026-11-29T10:30:00Z", "2026-11-29T11:30:00Z"]),
@@ -79,7 +87,7 @@ import Testing
 
     static let bruteForceSchedules = [
         "30 2 * * *", "0,30 1-3 * * *", "*/15 * * * *", "@hourly", "*/20 2 * * 0", "15 2 1 * sun",
-        "45 1,2 * * *", "0 3 * * 1-5", "5 */2 * * *",
+        "45 1,2 * * *", "0 3 * * 1-5", "5 */2 * * *", "0 12 */2 * 1", "30 4 1-10 * */3", "0 0 */5 * sat",
     ]
 
     /// A reference evaluator that walks every minute of a year in real time and applies
@@ -93,10 +101,9 @@ import Testing
                   cron.months & (1 << UInt16(c.month)) != 0 else { return false }
             let dom = cron.daysOfMonth & (1 << UInt32(c.day)) != 0
             let dow = cron.daysOfWeek & (1 << UInt8(weekday)) != 0
+            // Vixie cron: OR only when neither day field begins with '*'; else both must match.
             if cron.dayOfMonthRestricted && cron.dayOfWeekRestricted { return dom || dow }
-            if cron.dayOfMonthRestricted { return dom }
-            if cron.dayOfWeekRestricted { return dow }
-            return true
+            return dom && dow
         }
         func local(_ t: Int64) -> Int64 { t + Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: TimeInterval(t)))) }
         var fires: [Int64] = []

@@ -73,10 +73,8 @@ public struct Assumptions: Sendable, Equatable {
                 throw ValueError(message, at: offset)
             }
         }
-        if result.onAC == true, result.batteryLevel != nil {
-            throw ValueError("--assume power=ac contradicts battery=")
-        }
-        if result.batteryLevel != nil { result.onAC = false }  // battery=N alone implies power=battery
+        // battery=N alone implies power=battery; power=ac,battery=N is a laptop on its charger.
+        if result.batteryLevel != nil, result.onAC == nil { result.onAC = false }
         return result
     }
 
@@ -92,9 +90,9 @@ public struct Assumptions: Sendable, Equatable {
         if let onAC {
             out.onAC = onAC
             out.powerSource = "--assume"
-            if onAC { out.batteryLevel = nil }
+            if onAC && batteryLevel == nil { out.batteryLevel = nil }
         }
-        if let batteryLevel { out.batteryLevel = batteryLevel }
+        if let batteryLevel { out.batteryLevel = batteryLevel; out.powerSource = "--assume" }
         if let freeBytes { out.freeBytes = freeBytes; out.freeSource = "--assume" }
         return out
     }

@@ -106,7 +106,8 @@ final class ResourceDecoder {
             decoded[entry.index].notBefore = notBefore
             decoded[entry.index].expires = expires
             if let notBefore, let expires, expires <= notBefore, let location = entry.expiresAt {
-                reader.error("expires is not after not_before: the resource could never be fetched", at: location)
+                // A warning (SPEC §5): one odd entry of a generated manifest must not stop the feed.
+                reader.warning("expires is not after not_before: this resource is never fetched (it plans expired)", at: location)
             }
         }
         into.absorb(reader)

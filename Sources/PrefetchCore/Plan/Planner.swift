@@ -86,8 +86,8 @@ public enum Planner {
                                 reason: "", next: nil, bytes: bytes, remaining: bytes, priority: resource.priority,
                                 windowEnd: nil, estimatedFinish: nil, fits: nil, error: nil, startOrder: nil)
 
-            // expired
-            if let expires = resource.expires, expires <= now {
+            // expired, or never fetchable (expires not after not_before: a manifest warning)
+            if let expires = resource.expires, expires <= now || resource.notBefore.map({ expires <= $0 }) == true {
                 item.status = .expired
                 item.reason = "expired"
                 item.remaining = 0

@@ -51,16 +51,16 @@ public struct CronSchedule: Sendable {
     }
 
     /// Whether the date fields select a local day (month, and the either-day rule).
+    ///
+    /// As Vixie cron does it (`DOM_STAR`/`DOW_STAR`): either day field matching fires only
+    /// when both are restricted; when one begins with `*` both must match, so its step
+    /// still applies (`0 12 */2 * 1` is Mondays that are odd days of the month).
     func matches(_ day: LocalDay) -> Bool {
         guard cron.months & (1 << UInt16(day.civil.month)) != 0 else { return false }
         let domHit = cron.daysOfMonth & (1 << UInt32(day.civil.day)) != 0
         let dowHit = cron.daysOfWeek & (1 << UInt8(day.weekday)) != 0
-        switch (cron.dayOfMonthRestricted, cron.dayOfWeekRestricted) {
-        case (true, true): return domHit || dowHit
-        case (true, false): return domHit
-        case (false, true): return dowHit
-        case (false, false): return true
-        }
+        if cron.dayOfMonthRestricted && cron.dayOfWeekRestricted { return domHit || dowHit }
+        return domHit && dowHit
     }
 
     /// Every release on local day `number` (days since 1970-01-01), sorted.
