@@ -89,6 +89,24 @@ import Testing
         #expect(ByteSize(bytes: c.bytes).description == c.text)
     }
 
+    /// Two different figures never read alike (`free space 1GiB < 1GiB` said nothing), and
+    /// each reads as close to its value as the other lets it.
+    @Test func differentFiguresReadDifferently() {
+        #expect(ByteSize.formatApart(1034 << 20, 1044 << 20) == ("1.01GiB", "1.02GiB"))
+        #expect(ByteSize.formatApart(424 << 20, 600 << 20) == ("424MiB", "600MiB"))
+        #expect(ByteSize.formatApart(1 << 30, (1 << 30) + (1 << 20)) == ("1GiB", "1.001GiB"))
+        #expect(ByteSize.formatApart(1 << 30, (1 << 30) + 1) == ("1073741824B", "1073741825B"))
+        #expect(ByteSize.formatApart(5, 5) == ("5B", "5B"))
+        // Seeded pairs near each other: whatever they are, distinct bytes give distinct texts.
+        var generator = SplitMix64(seed: 11)
+        for _ in 0..<2000 {
+            let a = generator.next() % (1 << 42)
+            let b = a + generator.next() % (1 << UInt64(generator.next() % 30)) + 1
+            let (x, y) = ByteSize.formatApart(a, b)
+            #expect(x != y, "seed 11: \(a) and \(b) both read \(x)")
+        }
+    }
+
     @Test func ordersByBytes() throws {
         #expect(try ByteSize.parse("1GB") < ByteSize.parse("1GiB"))
         #expect(try ByteSize.parse("1024") == ByteSize.parse("1KiB"))

@@ -134,12 +134,12 @@ import Testing
         try store.recordRelease(feed: "lobby", release: 1000)
         try store.recordValidated(key, urlHash: "h1", validators: Validators(etag: "\"abc\"", lastModified: "Sun, 29 Nov 2026 10:00:00 GMT"),
                                   length: 42, sha256: "00", placed: true, at: 1100)
-        try store.recordFailure(ResourceKey(feed: "lobby", path: "b"), urlHash: "h2", release: 1000, error: "HTTP 503",
+        try store.recordFailure(ResourceKey(feed: "lobby", path: "b"), urlHash: "h2", entry: "e-h2", release: 1000, error: "HTTP 503",
                                 permanent: false, nextRetry: 1300, at: 1200)
-        try store.recordFailure(ResourceKey(feed: "lobby", path: "b"), urlHash: "h2", release: 1000, error: "HTTP 503",
+        try store.recordFailure(ResourceKey(feed: "lobby", path: "b"), urlHash: "h2", entry: "e-h2", release: 1000, error: "HTTP 503",
                                 permanent: false, nextRetry: 1400, at: 1250)
-        try store.recordFailure(ResourceKey(feed: "lobby", path: "c"), urlHash: "h3", release: 900, error: "old", permanent: false, nextRetry: nil, at: 950)
-        try store.recordFailure(ResourceKey(feed: "lobby", path: "c"), urlHash: "h3", release: 1000, error: "HTTP 404", permanent: true, nextRetry: nil, at: 1150)
+        try store.recordFailure(ResourceKey(feed: "lobby", path: "c"), urlHash: "h3", entry: "e-h3", release: 900, error: "old", permanent: false, nextRetry: nil, at: 950)
+        try store.recordFailure(ResourceKey(feed: "lobby", path: "c"), urlHash: "h3", entry: "e-h3", release: 1000, error: "HTTP 404", permanent: true, nextRetry: nil, at: 1150)
         try store.recordPartial(ResourceKey(feed: "lobby", path: "d"), PartialState(urlHash: "h4", validators: Validators(etag: "\"p\""),
                                                                                   totalLength: 100, syncedOffset: 40, updatedAt: 1200))
         try store.addMeteredBytes(MeteredDay(feed: "lobby", day: "2026-11-29"), 10)
@@ -183,18 +183,18 @@ import Testing
         let folder = try TemporaryFolderForUnitTests()
         let store = try StateStore.openForWriting(folder.path + "/state.db")
         for i in 0..<25 {
-            try store.recordAttempt(ResourceKey(feed: "f", path: "p\(i)"), startedAt: Int64(i), finishedAt: Int64(i), bytes: 1,
+            try store.recordAttempt(ResourceKey(feed: "f", path: "p\(i)"), startedAt: Instant(seconds: Int64(i)), finishedAt: Instant(seconds: Int64(i)), bytes: 1,
                                     httpStatus: 200, outcome: "placed", error: nil)
-            try store.recordRun(startedAt: Int64(i), finishedAt: Int64(i), bodyBytes: 1, transferSeconds: 1, placed: 1, fresh: 0, failed: 0)
+            try store.recordRun(startedAt: Instant(seconds: Int64(i)), finishedAt: Instant(seconds: Int64(i)), bodyBytes: 1, transferSeconds: 1, placed: 1, fresh: 0, failed: 0)
         }
         try store.pruneHistory(attempts: 10, runs: 3)
         let db = try SQLiteConnection(path: folder.path + "/state.db", readOnly: true)
         let attempts = try db.prepare("SELECT COUNT(*), MIN(started_at), MAX(started_at) FROM attempts")
         #expect(try attempts.step())
-        #expect([attempts.int(0), attempts.int(1), attempts.int(2)] == [10, 15, 24])  // the newest ten
+        #expect([attempts.int(0), attempts.int(1).map { $0 / 1_000_000_000 }, attempts.int(2).map { $0 / 1_000_000_000 }] == [10, 15, 24])  // the newest ten
         let runs = try db.prepare("SELECT COUNT(*), MIN(started_at) FROM runs")
         #expect(try runs.step())
-        #expect([runs.int(0), runs.int(1)] == [3, 22])
+        #expect([runs.int(0), runs.int(1).map { $0 / 1_000_000_000 }] == [3, 22])
     }
 
     @Test func theSnapshotFollowsEveryWrite() throws {

@@ -10,8 +10,8 @@ import Testing
 
     /// `2026-03-29T01:00:00Z` → seconds since the epoch.
     static func utc(_ text: String) -> Int64 {
-        guard case .instant(let seconds) = try! Timestamp.parse(text) else { fatalError("not an instant: \(text)") }
-        return seconds
+        guard case .instant(let instant) = try! Timestamp.parse(text) else { fatalError("not an instant: \(text)") }
+        return instant.seconds
     }
 
     struct Example: Sendable, CustomTestStringConvertible {

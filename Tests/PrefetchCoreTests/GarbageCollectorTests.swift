@@ -19,13 +19,13 @@ import Testing
         folder.write(".prefetch/partial/" + listed, "partial")
         folder.write(".prefetch/partial/" + CacheFolder.partialName(feed: "f", path: "gone.bin"), "orphan")
         let feed = try Self.feed("resources:\n  - url: https://e.com/old.bin\n    expires: 2030-01-01T00:00:00Z\n  - url: https://e.com/new.bin\n")
-        let real = Int64(Date().timeIntervalSince1970)
-        let far = Int64(4_102_444_800)  // 2100: past the expiry, but the partial was written just now
+        let real = Instant.now()
+        let far = Instant(seconds: 4_102_444_800)  // 2100: past the expiry, but the partial was written just now
         let removals = GarbageCollector.collect(feeds: [feed], cache: cache, now: far, realNow: real)
         #expect(removals.map(\.reason).sorted() == ["expired", "partial of a resource no longer listed"])
         #expect(removals.first { $0.reason == "expired" }?.key == ResourceKey(feed: "f", path: "old.bin"))
         // Eight days of real time later, the listed partial is abandoned too.
-        let later = GarbageCollector.collect(feeds: [feed], cache: cache, now: real, realNow: real + 8 * 86_400)
+        let later = GarbageCollector.collect(feeds: [feed], cache: cache, now: real, realNow: real.advanced(bySeconds: 8 * 86_400))
         #expect(later.contains { $0.path == ".prefetch/partial/" + listed && $0.reason == "partial untouched for 7 days" })
     }
 

@@ -12,15 +12,15 @@ import Testing
                             conditions: Conditions(), refresh: .zero, retry: RetryPolicy(), limits: FeedLimits(), prune: false, resources: [])
     }
 
-    static func at(_ text: String) -> Int64 {
-        guard case .instant(let seconds) = try! Timestamp.parse(text) else { fatalError(text) }
-        return seconds
+    static func at(_ text: String) -> Instant {
+        guard case .instant(let instant) = try! Timestamp.parse(text) else { fatalError(text) }
+        return instant
     }
 
     static let berlin = "timezone: Europe/Berlin\n"
     static let one = "resources:\n  - url: https://e.com/a.bin\n    size: 1MiB\n"
     static let key = ResourceKey(feed: "f", path: "a.bin")
-    static let urlHash = ResourceURL.hash(of: try! ResourceURL.parse("https://e.com/a.bin"))
+    static let urlHash = try! ResourceURL.parse("https://e.com/a.bin").identityHash
 
     struct Case: Sendable, CustomTestStringConvertible {
         let name: String
@@ -180,7 +180,13 @@ import Testing
         Case(name: "free space counts the bytes still to write",
              yaml: nightly.replacingOccurrences(of: "resources:", with: "conditions: { min_free_space: 2GiB }\nresources:"),
              now: "2026-11-30T03:00:00+01:00", conditions: ConditionSnapshot(freeBytes: 2 << 30),
-             expect: (.waiting, "free space 2GiB < 2GiB", nil)),
+             expect: (.waiting, "free space 2GiB < 2.001GiB", nil)),
+        // Figures that would round alike are shown apart (more decimals, then bytes).
+        Case(name: "free space figures read differently",
+             yaml: nightly.replacingOccurrences(of: "resources:", with: "conditions: { min_free_space: 1GiB }\nresources:")
+                .replacingOccurrences(of: "size: 1MiB", with: "size: 20MiB"),
+             now: "2026-11-30T03:00:00+01:00", conditions: ConditionSnapshot(freeBytes: 1034 << 20),
+             expect: (.waiting, "free space 1.01GiB < 1.02GiB", nil)),
         Case(name: "metered budget used today", yaml: nightly.replacingOccurrences(of: "resources:", with: "conditions: { metered_budget: 10MiB/day }\nresources:"),
              now: "2026-11-30T03:00:00+01:00", state: state(metered: 9_900_000, meteredDay: "2026-11-30"),
              conditions: ConditionSnapshot(metered: true), expect: (.waiting, "metered budget used", nil)),
@@ -193,8 +199,13 @@ import Testing
              now: "2026-11-30T03:00:00Z",
              state: state(validated: "2026-11-30T02:30:00Z", lastRelease: "2026-11-30T02:29:00Z", finished: "2026-11-30T02:31:00Z"),
              cached: true, expect: (.fresh, "fresh", "2026-11-30T03:31:00+00:00")),
-        Case(name: "neither: released again once refresh has passed", yaml: "name: f\n" + one,
+        // Released once the previous release finished *more than* refresh ago (SPEC §5).
+        Case(name: "neither: not released again at exactly refresh after it finished", yaml: "name: f\n" + one,
              now: "2026-11-30T03:31:00Z",
+             state: state(validated: "2026-11-30T02:30:00Z", lastRelease: "2026-11-30T02:29:00Z", finished: "2026-11-30T02:31:00Z"),
+             cached: true, expect: (.fresh, "fresh", "2026-11-30T03:31:00+00:00")),
+        Case(name: "neither: released again once refresh has passed", yaml: "name: f\n" + one,
+             now: "2026-11-30T03:31:00.000000001Z",
              state: state(validated: "2026-11-30T02:30:00Z", lastRelease: "2026-11-30T02:29:00Z", finished: "2026-11-30T02:31:00Z"),
              cached: true, expect: (.due, "stale", nil)),
         // The clock was set back since these were recorded (a machine that booted with its clock
@@ -338,7 +349,7 @@ import Testing
         let onBattery = Planner.plan(PlanInput(feeds: [waiting], state: StateSnapshot(), cached: [],
                                                conditions: ConditionSnapshot(onAC: false, batteryLevel: 90), now: now, machineID: nil))
         #expect(onBattery.feeds.first?.items.first?.status == .waiting)
-        #expect(RunPass.nextWakeup(onBattery, recheck: 60) == now + 60)
+        #expect(RunPass.nextWakeup(onBattery, recheck: 60) == now.advanced(bySeconds: 60))
         let onMains = Planner.plan(PlanInput(feeds: [waiting], state: StateSnapshot(), cached: [],
                                              conditions: ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test"), now: now, machineID: nil))
         #expect(onMains.feeds.first?.items.first?.status == .due)

@@ -12,7 +12,7 @@ import Testing
         let feed = JobFeed(PlannerTests.feed(yaml))
         return feed.feed.resources.map { resource in
             TransferJob(feed: feed, resource: resource, key: ResourceKey(feed: name, path: resource.path),
-                        urlHash: ResourceURL.hash(of: resource.url), release: 0, cachedValidators: nil, partial: nil, failures: 0)
+                        urlHash: resource.url.identityHash, entry: resource.fingerprint, release: 0, cachedValidators: nil, partial: nil, failures: 0)
         }
     }
 

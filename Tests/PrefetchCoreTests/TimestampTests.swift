@@ -13,39 +13,42 @@ import Testing
         return Int64(date.timeIntervalSince1970)
     }
 
-    struct Instant: CustomTestStringConvertible, Sendable {
+    struct Example: CustomTestStringConvertible, Sendable {
         let text: String
         let seconds: Int64
+        /// The fraction of a second, kept to the nanosecond (SPEC §5: full precision).
+        var nanoseconds: Int64 = 0
         var testDescription: String { text }
     }
 
     // Expected values from `date -u -d TEXT +%s`.
-    static let instants: [Instant] = [
-        Instant(text: "2026-12-01T00:00:00Z", seconds: 1_796_083_200),
-        Instant(text: "2026-12-01T01:00:00+01:00", seconds: 1_796_083_200),
-        Instant(text: "2026-11-30T18:30:00-05:30", seconds: 1_796_083_200),
-        Instant(text: "2026-12-01T00:00:00+14:00", seconds: 1_796_032_800),
-        Instant(text: "2026-12-01T00:00:00-00:00", seconds: 1_796_083_200),
-        Instant(text: "2026-12-01T00:00:00.5Z", seconds: 1_796_083_200),
-        Instant(text: "2026-12-01T00:00:00.123456789Z", seconds: 1_796_083_200),
-        Instant(text: "2026-12-01T01:00:00.999+01:00", seconds: 1_796_083_200),
-        Instant(text: "2026-12-01t00:00:00z", seconds: 1_796_083_200),
-        Instant(text: "2026-12-01 00:00:00Z", seconds: 1_796_083_200),
-        Instant(text: "1970-01-01T00:00:00Z", seconds: 0),
-        Instant(text: "1969-07-20T20:17:40Z", seconds: -14_182_940),
-        Instant(text: "2024-02-29T12:34:56Z", seconds: 1_709_210_096),
-        Instant(text: "2038-01-19T03:14:08Z", seconds: 2_147_483_648),
+    static let instants: [Example] = [
+        Example(text: "2026-12-01T00:00:00Z", seconds: 1_796_083_200),
+        Example(text: "2026-12-01T01:00:00+01:00", seconds: 1_796_083_200),
+        Example(text: "2026-11-30T18:30:00-05:30", seconds: 1_796_083_200),
+        Example(text: "2026-12-01T00:00:00+14:00", seconds: 1_796_032_800),
+        Example(text: "2026-12-01T00:00:00-00:00", seconds: 1_796_083_200),
+        Example(text: "2026-12-01T00:00:00.5Z", seconds: 1_796_083_200, nanoseconds: 500_000_000),
+        Example(text: "2026-12-01T00:00:00.123456789Z", seconds: 1_796_083_200, nanoseconds: 123_456_789),
+        Example(text: "2026-12-01T00:00:00.1234567891Z", seconds: 1_796_083_200, nanoseconds: 123_456_789),
+        Example(text: "2026-12-01T01:00:00.999+01:00", seconds: 1_796_083_200, nanoseconds: 999_000_000),
+        Example(text: "2026-12-01t00:00:00z", seconds: 1_796_083_200),
+        Example(text: "2026-12-01 00:00:00Z", seconds: 1_796_083_200),
+        Example(text: "1970-01-01T00:00:00Z", seconds: 0),
+        Example(text: "1969-07-20T20:17:40Z", seconds: -14_182_940),
+        Example(text: "2024-02-29T12:34:56Z", seconds: 1_709_210_096),
+        Example(text: "2038-01-19T03:14:08Z", seconds: 2_147_483_648),
     ]
 
     @Test(arguments: instants)
-    func parsesInstants(_ c: Instant) throws {
-        #expect(try Timestamp.parse(c.text) == .instant(c.seconds))
+    func parsesInstants(_ c: Example) throws {
+        #expect(try Timestamp.parse(c.text) == .instant(Instant(seconds: c.seconds).advanced(byNanoseconds: c.nanoseconds)))
     }
 
     @Test(arguments: ["2026-12-01T00:00:00Z", "2026-12-01T01:00:00+01:00", "2026-11-30T18:30:00-05:30",
                       "1969-07-20T20:17:40Z", "2024-02-29T12:34:56Z", "2038-01-19T03:14:08Z"])
     func agreesWithFoundation(_ text: String) throws {
-        #expect(try Timestamp.parse(text) == .instant(Self.foundationSeconds(text)))
+        #expect(try Timestamp.parse(text) == .instant(Instant(seconds: Self.foundationSeconds(text))))
     }
 
     @Test(arguments: [("2026-12-01", CivilTime(year: 2026, month: 12, day: 1)),
@@ -99,25 +102,25 @@ import Testing
 
     @Test func instantIgnoresTheZone() throws {
         let stamp = try Timestamp.parse("2026-12-01T00:00:00Z")
-        #expect(stamp.resolved(in: try Self.clock("Europe/Berlin")) == 1_796_083_200)
-        #expect(stamp.resolved(in: try Self.clock("Pacific/Chatham")) == 1_796_083_200)
+        #expect(stamp.resolved(in: try Self.clock("Europe/Berlin")).seconds == 1_796_083_200)
+        #expect(stamp.resolved(in: try Self.clock("Pacific/Chatham")).seconds == 1_796_083_200)
     }
 
     @Test func bareDateIsMidnightInTheFeedZone() throws {
         let stamp = try Timestamp.parse("2026-12-01")
         let berlin = try Self.clock("Europe/Berlin")
         // Midnight CET (+01:00) is 23:00Z the day before.
-        #expect(stamp.resolved(in: berlin) == 1_796_079_600)
-        #expect(try stamp.resolved(in: berlin) == Self.foundationSeconds("2026-11-30T23:00:00Z"))
-        #expect(stamp.resolved(in: try Self.clock("UTC")) == 1_796_083_200)
+        #expect(stamp.resolved(in: berlin).seconds == 1_796_079_600)
+        #expect(try stamp.resolved(in: berlin).seconds == Self.foundationSeconds("2026-11-30T23:00:00Z"))
+        #expect(stamp.resolved(in: try Self.clock("UTC")).seconds == 1_796_083_200)
         let newYork = try Self.clock("America/New_York")
-        #expect(try stamp.resolved(in: newYork) == Self.foundationSeconds("2026-12-01T05:00:00Z"))
+        #expect(try stamp.resolved(in: newYork).seconds == Self.foundationSeconds("2026-12-01T05:00:00Z"))
     }
 
     @Test func bareDateInASummerTimeZone() throws {
         let stamp = try Timestamp.parse("2026-07-01")
         let berlin = try Self.clock("Europe/Berlin")
-        #expect(try stamp.resolved(in: berlin) == Self.foundationSeconds("2026-06-30T22:00:00Z"))
+        #expect(try stamp.resolved(in: berlin).seconds == Self.foundationSeconds("2026-06-30T22:00:00Z"))
     }
 
     @Test func bareDateWhoseMidnightIsInAGap() throws {
@@ -125,7 +128,7 @@ import Testing
         // so 2026-09-06 00:00 does not exist; the first instant after the gap is 04:00:00Z.
         let stamp = try Timestamp.parse("2026-09-06")
         let santiago = try Self.clock("America/Santiago")
-        #expect(stamp.resolved(in: santiago) == 1_788_667_200)
-        #expect(try stamp.resolved(in: santiago) == Self.foundationSeconds("2026-09-06T04:00:00Z"))
+        #expect(stamp.resolved(in: santiago).seconds == 1_788_667_200)
+        #expect(try stamp.resolved(in: santiago).seconds == Self.foundationSeconds("2026-09-06T04:00:00Z"))
     }
 }

@@ -152,7 +152,7 @@ import PrefetchCore
             if let bytes { try Data(bytes).write(to: partialURL(path)) }
             if let synced {
                 let store = try StateStore.openForWriting(cache.path + "/.prefetch/state.db")
-                let hash = try urlHash ?? ResourceURL.hash(of: ResourceURL.parse(origin.url("/" + path)))
+                let hash = try urlHash ?? ResourceURL.parse(origin.url("/" + path)).identityHash
                 try store.recordPartial(ResourceKey(feed: "t", path: path), PartialState(
                     urlHash: hash, validators: validators, totalLength: total, syncedOffset: synced, updatedAt: 0))
             }
@@ -705,7 +705,7 @@ import PrefetchCore
         #expect(after.st_ino == before.st_ino)
         #expect(after.st_mtim.tv_sec == before.st_mtim.tv_sec && after.st_mtim.tv_nsec == before.st_mtim.tv_nsec)
         #expect(s.digest("t/a.bin") == Self.sha(body))
-        #expect((s.resourceState("a.bin")?.validatedAt ?? 0) >= validatedBefore + 7000)
+        #expect((s.resourceState("a.bin")?.validatedAt ?? 0) >= validatedBefore.advanced(bySeconds: 7000))
         #expect(s.resourceState("a.bin")?.length == UInt64(body.count))  // the copy's record keeps its size
         // No partial was even created for the 304 (a create and unlink would move the folder's mtime).
         let partialFolderAfter = try #require(s.stat(".prefetch/partial"))
@@ -1035,22 +1035,44 @@ import PrefetchCore
         #expect(result.failure("silent.bin")?.lowercased().contains("time") == true, "\(result.diagnostics)")
     }
 
-    /// SPEC §5: a changed URL is noticed (its hash differs): the cached copy is fetched
-    /// afresh, unconditionally, at once, not revalidated with the old URL's validators.
+    /// SPEC §5: a URL changed in its path (or scheme, host, port) is noticed: the cached copy
+    /// is fetched afresh, unconditionally, at once (reason `changed`), not revalidated with
+    /// the old URL's validators.
     @Test func aChangedURLIsFetchedAfresh() throws {
         let s = try Scenario()
         let v1 = Self.bytes(2000, seed: 290), v2 = Self.bytes(3000, seed: 291)
-        s.origin.serve("/u.bin?sig=1", OriginResource(v1, etag: "\"u1\""))
-        s.origin.serve("/u.bin?sig=2", OriginResource(v2, etag: "\"u2\""))
+        s.origin.serve("/u.bin", OriginResource(v1, etag: "\"u1\""))
+        s.origin.serve("/v2/u.bin", OriginResource(v2, etag: "\"u2\""))
         try s.feed(Self.nextRun + "refresh: 1d\nresources:\n  - { url: \"ORIGIN/u.bin?sig=1\", path: u.bin }\n")
         #expect(try s.run().status == 0)
         #expect(s.digest("t/u.bin") == Self.sha(v1))
-        try s.feed(Self.nextRun + "refresh: 1d\nresources:\n  - { url: \"ORIGIN/u.bin?sig=2\", path: u.bin }\n")
+        try s.feed(Self.nextRun + "refresh: 1d\nresources:\n  - { url: \"ORIGIN/v2/u.bin?sig=1\", path: u.bin }\n")
+        #expect(try s.plan().first?["reason"] as? String == "changed")
         let changed = try s.run()
         #expect(changed.status == 0, "\(changed.diagnostics)")
         let request = try #require(s.origin.requests.last)
-        #expect(request.path == "/u.bin?sig=2" && request.header("if-none-match") == nil, "\(request.path) \(request.headers)")
+        #expect(request.path == "/v2/u.bin?sig=1" && request.header("if-none-match") == nil, "\(request.path) \(request.headers)")
         #expect(s.digest("t/u.bin") == Self.sha(v2))
+    }
+
+    /// SPEC §5: a change of the query alone is not a change (signed URLs rotate their tokens):
+    /// the copy stays fresh until `refresh` says otherwise, and is then revalidated at the new
+    /// URL with its validators, not fetched again.
+    @Test func aRotatedQueryTokenIsNoChange() throws {
+        let s = try Scenario()
+        let v1 = Self.bytes(2000, seed: 292)
+        s.origin.serve("/u.bin", OriginResource(v1, etag: "\"u1\""))
+        try s.feed(Self.nextRun + "refresh: 1h\nresources:\n  - { url: \"ORIGIN/u.bin?sig=1\", path: u.bin }\n")
+        #expect(try s.run().status == 0)
+        try s.feed(Self.nextRun + "refresh: 1h\nresources:\n  - { url: \"ORIGIN/u.bin?sig=2\", path: u.bin }\n")
+        let same = try s.run()
+        #expect(same.status == 0 && s.origin.requests.count == 1, "fresh: nothing asked")
+        let later = try s.run(offset: "+2h")
+        #expect(later.status == 0, "\(later.diagnostics)")
+        let request = try #require(s.origin.requests.last)
+        #expect(request.path == "/u.bin?sig=2" && request.header("if-none-match") == "\"u1\"", "\(request.path) \(request.headers)")
+        #expect(!later.events("fresh", "u.bin").isEmpty && later.events("placed", "u.bin").isEmpty)
+        #expect(s.digest("t/u.bin") == Self.sha(v1))
     }
 
     /// FAULTS 16: a network error (connection refused) is transient: exponential backoff with
@@ -1068,7 +1090,7 @@ import PrefetchCore
             #expect(result.failure("x.bin") != nil, "\(result.diagnostics)")
             let state = try #require(s.resourceState("x.bin"))
             #expect(state.failures == index + 1 && !state.permanentFailure)
-            let wait = (state.nextRetry ?? 0) - now
+            let wait = (state.nextRetry ?? 0).seconds - now
             let ceiling = Int64(300 << index)
             #expect(wait >= ceiling / 2 - 5 && wait <= ceiling + 5, "failure \(index + 1): retry in \(wait) s, expected \(ceiling / 2)…\(ceiling)")
         }

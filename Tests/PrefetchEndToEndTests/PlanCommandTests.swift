@@ -43,9 +43,9 @@ import PrefetchCore
         size: 3GiB
     """
 
-    static func at(_ text: String) -> Int64 {
-        guard case .instant(let seconds) = try! Timestamp.parse(text) else { fatalError(text) }
-        return seconds
+    static func at(_ text: String) -> Instant {
+        guard case .instant(let instant) = try! Timestamp.parse(text) else { fatalError(text) }
+        return instant
     }
 
     /// A feeds folder, and a cache with state recorded by `StateStore` and one placed file.
@@ -57,15 +57,18 @@ import PrefetchCore
         try FileManager.default.createDirectory(at: dir.url.appendingPathComponent("cache/.prefetch"), withIntermediateDirectories: true)
         let store = try StateStore.openForWriting(dir.url.path + "/cache/.prefetch/state.db")
         let release = at("2026-11-30T02:30:00+01:00")
-        let hash = { (url: String) in ResourceURL.hash(of: try! ResourceURL.parse(url)) }
+        let hash = { (url: String) in try! ResourceURL.parse(url).identityHash }
+        // The manifest entries' fingerprints, as a run records them with a failure.
+        let (feed, _) = FeedDecoder(config: Config()).decode(Array(nightly.utf8), file: "lobby.yaml")
+        let entry = { (path: String) in feed!.resources.first { $0.path == path }!.fingerprint }
         try store.recordRelease(feed: "lobby", release: release)
         try store.recordValidated(ResourceKey(feed: "lobby", path: "loop/poster.png"), urlHash: hash("https://cdn.example.com/loop/poster.png"),
                                   validators: Validators(etag: "\"p1\""), length: 2 << 20, sha256: nil, placed: true,
                                   at: at("2026-11-30T02:51:00+01:00"))
         try store.recordFailure(ResourceKey(feed: "lobby", path: "loop/broken.mp4"), urlHash: hash("https://cdn.example.com/loop/broken.mp4"),
-                                release: release, error: "HTTP 404", permanent: true, nextRetry: nil, at: at("2026-11-30T02:52:00+01:00"))
+                                entry: entry("loop/broken.mp4"), release: release, error: "HTTP 404", permanent: true, nextRetry: nil, at: at("2026-11-30T02:52:00+01:00"))
         try store.recordFailure(ResourceKey(feed: "lobby", path: "loop/flaky.mp4"), urlHash: hash("https://cdn.example.com/loop/flaky.mp4"),
-                                release: release, error: "HTTP 503", permanent: false, nextRetry: at("2026-11-30T03:10:00+01:00"),
+                                entry: entry("loop/flaky.mp4"), release: release, error: "HTTP 503", permanent: false, nextRetry: at("2026-11-30T03:10:00+01:00"),
                                 at: at("2026-11-30T02:55:00+01:00"))
         try store.recordPartial(ResourceKey(feed: "lobby", path: "loop/intro.mp4"),
                                 PartialState(urlHash: hash("https://cdn.example.com/loop/intro.mp4?sig=SECRET"), validators: Validators(etag: "\"i1\""),
@@ -150,7 +153,7 @@ import PrefetchCore
         let dir = try TemporaryFolder()
         try dir.write("feeds/w.yaml", "timezone: UTC\nwindow: \"02:00-04:00\"\nresources:\n  - url: https://e.com/a\n")
         func offset(to target: String) -> String {
-            "\(Self.at(target) - Int64(Date().timeIntervalSince1970))s"
+            "\(Self.at(target).seconds - Int64(Date().timeIntervalSince1970))s"
         }
         let inside = try BinaryRunner.run(["plan", "--feeds", "feeds", "--cache", "c", "--json"], in: dir.url,
                                           environment: ["PREFETCH_CLOCK_OFFSET": "+" + offset(to: "2030-01-01T03:00:00Z")])

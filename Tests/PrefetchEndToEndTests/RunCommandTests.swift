@@ -162,7 +162,7 @@ import PrefetchCore
         let store = try StateStore.openForWriting(setup.dir.url.path + "/cache/.prefetch/state.db")
         let url = try ResourceURL.parse(setup.origin.url("/r.bin"))
         try store.recordPartial(ResourceKey(feed: "t", path: "r.bin"), PartialState(
-            urlHash: ResourceURL.hash(of: url), validators: Validators(etag: etag), totalLength: 2_000_000, syncedOffset: 700_000, updatedAt: 0))
+            urlHash: url.identityHash, validators: Validators(etag: etag), totalLength: 2_000_000, syncedOffset: 700_000, updatedAt: 0))
         let partial = setup.dir.url.appendingPathComponent("cache/.prefetch/partial/" + CacheFolder.partialName(feed: "t", path: "r.bin"))
         try Data(Array(body[0..<700_000]) + Self.random(1000, seed: 77)).write(to: partial)
         let result = try setup.run()
@@ -181,7 +181,7 @@ import PrefetchCore
         let store = try StateStore.openForWriting(setup.dir.url.path + "/cache/.prefetch/state.db")
         let url = try ResourceURL.parse(setup.origin.url("/r.bin"))
         try store.recordPartial(ResourceKey(feed: "t", path: "r.bin"), PartialState(
-            urlHash: ResourceURL.hash(of: url), validators: Validators(etag: "\"old-version\""), totalLength: 300_000, syncedOffset: 1000, updatedAt: 0))
+            urlHash: url.identityHash, validators: Validators(etag: "\"old-version\""), totalLength: 300_000, syncedOffset: 1000, updatedAt: 0))
         try Data(Self.random(1000, seed: 99)).write(to: setup.dir.url.appendingPathComponent(
             "cache/.prefetch/partial/" + CacheFolder.partialName(feed: "t", path: "r.bin")))
         let result = try setup.run()
@@ -526,7 +526,7 @@ import PrefetchCore
         try Data(Self.random(300_000, seed: 701).prefix(100_000)).write(to: partials.appendingPathComponent(name))
         let store = try StateStore.openForWriting(setup.dir.url.path + "/cache/.prefetch/state.db")
         try store.recordPartial(ResourceKey(feed: "b", path: "b.bin"), PartialState(
-            urlHash: ResourceURL.hash(of: try ResourceURL.parse(setup.origin.url("/b.bin"))), validators: Validators(),
+            urlHash: try ResourceURL.parse(setup.origin.url("/b.bin")).identityHash, validators: Validators(),
             totalLength: 300_000, syncedOffset: 100_000, updatedAt: 0))
         let result = try setup.run(["run", "--feed", "a"])
         #expect(result.status == 0, "\(result.stderr)")
@@ -567,7 +567,7 @@ import PrefetchCore
     /// when every transfer succeeded (the run's shortcut), also with a permanent failure (it
     /// waits for the next release), but not while a retry is pending.
     @Test func aReleaseIsFinishedOnlyWhenNothingIsLeftToDo() throws {
-        func finished(_ setup: Setup) throws -> Int64? {
+        func finished(_ setup: Setup) throws -> Instant? {
             let state = try #require(try StateStore.openReadOnly(setup.dir.url.path + "/cache/.prefetch/state.db")?.snapshot())
             #expect(state.feeds["t"]?.lastRelease != nil)
             return state.feeds["t"]?.lastReleaseFinished

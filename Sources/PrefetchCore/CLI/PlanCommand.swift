@@ -3,7 +3,7 @@
 enum PlanCommand {
     static func run(_ context: CommandContext) -> ExitCode {
         guard let config = context.loadConfig() else { return .usage }
-        let now: Int64
+        let now: Instant
         let assumptions: Assumptions
         do {
             now = try Clock.now(at: context.arguments["--at"], environment: context.environment)
@@ -12,7 +12,7 @@ enum PlanCommand {
             return ExitCode(rawValue: Prefetch.fail(UsageError(error.message, command: "plan"), console: context.console)) ?? .usage
         }
         guard let feeds = context.loadFeeds(config) else { return .usage }
-        let state = context.readState(cache: config.cache)
+        let state = context.readState(cache: config.cache, feeds: feeds)
         let input = PlanInput(feeds: feeds, state: state, cached: CacheListing.present(feeds, cache: config.cache),
                               conditions: assumptions.snapshot(ConditionProbes(), config: config, cache: config.cache), now: now,
                               machineID: MachineID.find(environment: context.environment, config: config))
@@ -41,10 +41,10 @@ extension CommandContext {
     }
 
     /// The recorded state, or an empty one (with a warning) when state.db cannot be read.
-    func readState(cache: String) -> StateSnapshot {
+    func readState(cache: String, feeds: [Feed]) -> StateSnapshot {
         let path = StateStore.path(inCache: cache)
         do {
-            return try StateStore.openReadOnly(path)?.snapshot() ?? StateSnapshot()
+            return try StateStore.openReadOnly(path, currentURL: Feed.urlLookup(feeds))?.snapshot() ?? StateSnapshot()
         } catch {
             console.err("\(path): warning: cannot read the state (\(error)); planning as if nothing were recorded\n")
             return StateSnapshot()

@@ -18,7 +18,7 @@ public enum GarbageCollector {
     /// measured against `realNow`, since mtimes are stamped by the real clock.
     /// `partialsOf`: the feeds whose partials count as listed (default `feeds`; `run --feed`
     /// cleans up one feed but keeps every loaded feed's partials).
-    public static func collect(feeds: [Feed], cache: String, now: Int64, realNow: Int64 = Clock.realNow(),
+    public static func collect(feeds: [Feed], cache: String, now: Instant, realNow: Instant = Clock.realNow(),
                                partialsOf owners: [Feed]? = nil) -> [Removal] {
         var removals: [Removal] = []
         let root = cache.hasSuffix("/") ? String(cache.dropLast()) : cache
@@ -56,7 +56,7 @@ public enum GarbageCollector {
             guard lstat(root + "/.prefetch/partial/" + name, &info) == 0 else { continue }
             if !partialOwners.contains(name) {
                 removals.append(Removal(path: ".prefetch/partial/" + name, reason: "partial of a resource no longer listed", key: nil))
-            } else if realNow - Int64(info.st_mtim.tv_sec) > abandonedAfter {
+            } else if realNow.seconds - Int64(info.st_mtim.tv_sec) > abandonedAfter {
                 removals.append(Removal(path: ".prefetch/partial/" + name, reason: "partial untouched for 7 days", key: nil))
             }
         }

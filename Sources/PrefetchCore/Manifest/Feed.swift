@@ -104,12 +104,41 @@ public struct Resource: Sendable {
     public var size: UInt64?
     /// Upper bound when the length is not known exactly.
     public var maxSize: UInt64?
-    /// Never fetched before this instant (seconds since the epoch).
-    public var notBefore: Int64?
+    /// Never fetched before this instant.
+    public var notBefore: Instant?
     /// Removed from the cache after this instant.
-    public var expires: Int64?
+    public var expires: Instant?
     public var priority: Priority
     public var headers: [HeaderField]
     /// Where the resource's entry starts in the manifest.
     public var location: SourceLocation
+}
+
+extension Resource {
+    /// The manifest entry as far as a cached copy and its failures depend on it: the URL's
+    /// identity (no query), `sha256` and `size`. A failure recorded for another fingerprint
+    /// is of an entry since changed: its attempts start afresh (SPEC §5).
+    public var fingerprint: String { fingerprint(identity: "") }
+
+    /// The fingerprint, given the URL's identity hash when the caller has it ("" when not).
+    public func fingerprint(identity: String) -> String {
+        var text = (identity.isEmpty ? url.identityHash : identity) + "\n" + (sha256 ?? "") + "\n" + (size.map(String.init) ?? "")
+        return text.withUTF8 { SHA256.hexDigest(UnsafeRawBufferPointer($0)) }
+    }
+}
+
+extension Feed {
+    /// Each listed resource's URL by key, looked up lazily (only an older state.db's
+    /// migration asks, once per recorded resource).
+    public static func urlLookup(_ feeds: [Feed]) -> StateStore.CurrentURL {
+        nonisolated(unsafe) var table: [ResourceKey: ResourceURL]?
+        return { key in
+            if table == nil {
+                var built: [ResourceKey: ResourceURL] = [:]
+                for feed in feeds { for resource in feed.resources { built[ResourceKey(feed: feed.name, path: resource.path)] = resource.url } }
+                table = built
+            }
+            return table?[key]
+        }
+    }
 }

@@ -26,48 +26,65 @@ public struct FeedTiming: Sendable {
 
     /// The nominal start of the release in force at `now`; nil when it is pending since the
     /// feed was first seen (no state) or no release ever happened.
-    public func currentRelease(at now: Int64, state: FeedState?) -> Int64? {
+    ///
+    /// Cron releases and window openings fall on whole seconds, and an instant is at or after
+    /// one exactly when its whole second is; a refresh-driven release is an exact instant.
+    public func currentRelease(at now: Instant, state: FeedState?) -> Instant? {
         switch mode {
-        case .schedule: return schedule?.previous(atOrBefore: now)
-        case .windowOpenings: return windows.lastOpening(atOrBefore: now)
+        case .schedule: return schedule?.previous(atOrBefore: now.seconds).map(Instant.init(seconds:))
+        case .windowOpenings: return windows.lastOpening(atOrBefore: now.seconds).map(Instant.init(seconds:))
         case .afterPrevious:
             guard let state, let last = state.lastRelease else { return nil }
             guard let finished = state.lastReleaseFinished else { return last }
-            let next = finished + feed.refresh.seconds
+            let next = release(after: finished)
             return next <= now ? next : last
         }
+    }
+
+    /// The release that follows one finished at `finished`, for a feed with neither schedule
+    /// nor window: released once it finished *more than* `refresh` ago (SPEC §5), so at the
+    /// first instant after `finished + refresh`. Every copy validated in the finished release
+    /// is then before it, and with `refresh: 0s` every later run is a new release.
+    public func release(after finished: Instant) -> Instant {
+        (finished + feed.refresh).successor
     }
 
     /// The first instant a release starting at `release` lets transfers begin: the release's
     /// own jitter (for scheduled and refresh-driven releases; window openings are jittered
     /// by the window itself).
-    public func gate(for release: Int64?) -> Int64? {
+    public func gate(for release: Instant?) -> Instant? {
         guard let release, mode != .windowOpenings else { return nil }
-        return release + jitterOffset
+        return release.advanced(bySeconds: jitterOffset)
     }
 
     /// The next nominal releases after `instant` (before jitter), at most `count`.
-    public func nextReleases(after instant: Int64, count: Int, state: FeedState?) -> [Int64] {
+    public func nextReleases(after instant: Instant, count: Int, state: FeedState?) -> [Instant] {
         switch mode {
-        case .schedule: return schedule?.upcoming(after: instant, count: count) ?? []
-        case .windowOpenings: return windows.openings(after: instant, count: count)
+        case .schedule: return (schedule?.upcoming(after: instant.seconds, count: count) ?? []).map(Instant.init(seconds:))
+        case .windowOpenings: return windows.openings(after: instant.seconds, count: count).map(Instant.init(seconds:))
         case .afterPrevious:
             guard let finished = state?.lastReleaseFinished else { return [] }
-            let next = finished + feed.refresh.seconds
+            let next = release(after: finished)
             return next > instant ? [next] : []
         }
     }
 
     /// The earliest instant at or after `instant` when a transfer may run (window open),
     /// or nil when no window opens within two weeks.
-    public func opportunity(atOrAfter instant: Int64) -> Int64? {
-        windows.nextOpen(atOrAfter: instant)
+    public func opportunity(atOrAfter instant: Instant) -> Instant? {
+        if windows.interval(containing: instant.seconds) != nil { return instant }
+        return windows.nextOpen(atOrAfter: instant.seconds).map(Instant.init(seconds:))
+    }
+
+    /// The open window interval containing `instant`, if transfers may run then.
+    public func openInterval(at instant: Instant) -> WindowSchedule.Interval? {
+        windows.interval(containing: instant.seconds)
     }
 
     /// When nothing but the window's own jitter keeps it shut at `instant`.
-    public func inWindowJitter(at instant: Int64) -> Bool {
+    public func inWindowJitter(at instant: Instant) -> Bool {
         guard jitterOffset > 0, !windows.isAlways else { return false }
         let unjittered = WindowSchedule(windows: windows.windows, days: windows.days, clock: clock, jitter: 0)
-        return unjittered.interval(containing: instant) != nil
+        return unjittered.interval(containing: instant.seconds) != nil
     }
 }

@@ -13,16 +13,16 @@ public struct PlanItem: Sendable, Equatable {
     /// A short fixed phrase (see the README's list).
     public var reason: String
     /// When the state changes next; nil for due, waiting and expired.
-    public var next: Int64?
+    public var next: Instant?
     /// Expected total bytes, when known.
     public var bytes: UInt64?
     /// Bytes still to transfer, when known.
     public var remaining: UInt64?
     public var priority: Priority
     /// When the window this due work runs in closes; nil when it never does.
-    public var windowEnd: Int64?
+    public var windowEnd: Instant?
     /// For due work: when it should finish at the recorded throughput.
-    public var estimatedFinish: Int64?
+    public var estimatedFinish: Instant?
     /// For due work: false when it is not expected to finish before its window closes.
     public var fits: Bool?
     /// The last error, for failed and backoff.
@@ -40,9 +40,9 @@ public struct FeedPlan: Sendable {
     public var windows: [TimeWindow]
     public var days: Set<Weekday>?
     /// The next five releases after the evaluation time, before jitter.
-    public var nextReleases: [Int64]
+    public var nextReleases: [Instant]
     /// The release in force, if any.
-    public var currentRelease: Int64?
+    public var currentRelease: Instant?
     public var jitter: TimeSpan
     public var jitterOffset: Int64
     /// True when transfers may run now (window open, jitter passed).
@@ -54,7 +54,7 @@ public struct FeedPlan: Sendable {
 
 /// The whole plan: feeds with their rows, and the due work in execution order.
 public struct Plan: Sendable {
-    public var now: Int64
+    public var now: Instant
     public var feeds: [FeedPlan]
     public var conditions: ConditionSnapshot
     public var machineID: MachineID?
@@ -80,11 +80,11 @@ public struct PlanInput: Sendable {
     /// Resources whose final file is in the cache.
     public var cached: Set<ResourceKey>
     public var conditions: ConditionSnapshot
-    public var now: Int64
+    public var now: Instant
     public var machineID: MachineID?
 
     public init(feeds: [Feed], state: StateSnapshot = StateSnapshot(), cached: Set<ResourceKey> = [],
-                conditions: ConditionSnapshot = ConditionSnapshot(), now: Int64, machineID: MachineID? = nil) {
+                conditions: ConditionSnapshot = ConditionSnapshot(), now: Instant, machineID: MachineID? = nil) {
         self.feeds = feeds
         self.state = state
         self.cached = cached

@@ -42,8 +42,8 @@ public struct PlanRenderer {
             for check in feed.holds { conditions.add(check.name + "_ok", check.ok) }
             line.add("conditions", object: conditions)
             out += line.line + "\n"
-            var times: [Int64: String] = [:]
-            func time(_ instant: Int64) -> String {
+            var times: [Instant: String] = [:]
+            func time(_ instant: Instant) -> String {
                 if let text = times[instant] { return text }
                 let text = TimeFormat.rfc3339(instant, clock: feed.clock)
                 times[instant] = text
@@ -125,7 +125,7 @@ public struct PlanRenderer {
         if let current = feed.currentRelease {
             var line = "  current release: " + TimeFormat.local(current, clock: feed.clock)
             if feed.jitterOffset > 0, feed.schedule != nil || feed.windows.isEmpty {
-                line += ", transfers from " + TimeFormat.local(current + feed.jitterOffset, clock: feed.clock, withUTC: false)
+                line += ", transfers from " + TimeFormat.local(current.advanced(bySeconds: feed.jitterOffset), clock: feed.clock, withUTC: false)
             }
             out += line + "\n"
         }
@@ -161,8 +161,8 @@ public struct PlanRenderer {
         var cells: [String] = ["STATE", "PATH", "REASON", "NEXT", "BYTES"]
         cells.reserveCapacity((feed.items.count + 1) * columns)
         // Many rows share a time (a window opening, a release): format each instant once.
-        var times: [Int64: String] = [:]
-        func time(_ instant: Int64) -> String {
+        var times: [Instant: String] = [:]
+        func time(_ instant: Instant) -> String {
             if let text = times[instant] { return text }
             let text = TimeFormat.local(instant, clock: feed.clock, withUTC: false)
             times[instant] = text
@@ -172,9 +172,13 @@ public struct PlanRenderer {
         for i in items.indices {
             let status = items[i].status
             var next = items[i].next.map(time) ?? "-"
-            if status == .due, let eta = items[i].estimatedFinish {
-                next = "eta " + time(eta)
-                if items[i].fits == false { next += " (after the window closes)" }
+            if status == .due {
+                if let eta = items[i].estimatedFinish {
+                    next = "eta " + time(eta)
+                    if items[i].fits == false { next += " (after the window closes)" }
+                } else {
+                    next = "eta unknown"  // of unknown size
+                }
             }
             let total = items[i].bytes
             var bytes = total.map { ByteSize.format($0) } ?? "?"

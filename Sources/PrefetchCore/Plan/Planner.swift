@@ -12,8 +12,8 @@ public enum Planner {
     public static let clockSlack: Int64 = 3600
 
     /// `time`, unless it lies more than `clockSlack` ahead of `now`; then `replacement`.
-    static func believed(_ time: Int64?, now: Int64, else replacement: Int64?) -> Int64? {
-        guard let time, time > now + clockSlack else { return time }
+    static func believed(_ time: Instant?, now: Instant, else replacement: Instant?) -> Instant? {
+        guard let time, time > now.advanced(bySeconds: clockSlack) else { return time }
         return replacement
     }
 
@@ -67,7 +67,7 @@ public enum Planner {
         let gate = timing.gate(for: release)
         let nextRelease = timing.nextReleases(after: now, count: 1, state: feedState).first
         let nextGate = nextRelease.map { timing.gate(for: $0) ?? $0 }
-        let open = timing.windows.interval(containing: now)
+        let open = timing.openInterval(at: now)
         let blocked = conditionBlocks(feed, conditions: input.conditions, state: input.state, now: now, clock: timing.clock)
         // Per feed, not per resource: the next opportunity and why the window is shut.
         let nextOpportunity = timing.opportunity(atOrAfter: max(now, gate ?? now))
@@ -79,8 +79,9 @@ public enum Planner {
             let key = ResourceKey(feed: feed.name, path: resource.path)
             let state = input.state.resources[key]
             let cached = input.cached.contains(key)
-            // Hashing the URL is only needed to compare with what was recorded.
-            let urlHash = state == nil ? "" : ResourceURL.hash(of: resource.url)
+            // Hashing the URL and the entry is only needed to compare with what was recorded.
+            let identity = state == nil ? "" : resource.url.identityHash
+            let sameURL = state.map { resource.url.matches(recorded: $0.urlHash, identity: identity) } ?? false
             let bytes = resource.size ?? (cached ? state?.length : nil) ?? state?.partial?.totalLength
             var item = PlanItem(feed: feed.name, path: resource.path, url: resource.url.redacted, status: .due,
                                 reason: "", next: nil, bytes: bytes, remaining: bytes, priority: resource.priority,
@@ -94,9 +95,11 @@ public enum Planner {
                 items.append(item)
                 continue
             }
-            // failed / backoff: only failures of the release in force count
+            // failed / backoff: only failures of the release in force, and of this version of
+            // the entry, count (a changed entry starts its attempts afresh)
             if let state, state.failures > 0 || state.permanentFailure, let failedIn = state.failureRelease,
-               failedIn == (release ?? failedIn), state.urlHash == urlHash {
+               failedIn == (release ?? failedIn),
+               state.failureEntry.map({ $0 == resource.fingerprint(identity: identity) }) ?? sameURL {
                 item.error = state.lastError
                 if state.permanentFailure || state.failures >= feed.retry.attempts {
                     item.status = .failed
@@ -106,8 +109,8 @@ public enum Planner {
                     continue
                 }
                 // A retry is never set more than max_backoff ahead: one further ahead is from a clock set back since.
-                let latest = now + feed.retry.maxBackoff.seconds
-                if let retry = state.nextRetry.map({ $0 > latest + clockSlack ? latest : $0 }), retry > now {
+                let latest = now + feed.retry.maxBackoff
+                if let retry = state.nextRetry.map({ $0 > latest.advanced(bySeconds: clockSlack) ? latest : $0 }), retry > now {
                     item.status = .backoff
                     item.reason = "attempt \(state.failures) of \(feed.retry.attempts) failed"
                     item.next = retry
@@ -115,26 +118,29 @@ public enum Planner {
                     continue
                 }
             }
+            // changed: the copy no longer matches its entry (URL without its query, sha256,
+            // size): due whatever refresh says; removing a sha256 or size changes nothing
+            let changed = cached && (state.map { Self.copyIsOfAnotherEntry(resource, $0, sameURL: sameURL) } ?? false)
             // fresh
-            let validated = (cached && state?.urlHash == urlHash) ? believed(state?.validatedAt, now: now, else: nil) : nil
+            let validated = (cached && sameURL && !changed) ? believed(state?.validatedAt, now: now, else: nil) : nil
             if let validated {
                 let beforeRelease = release.map { validated < $0 } ?? (timing.mode == .afterPrevious && feedState == nil)
-                let age = now - validated
-                if !(beforeRelease && age >= feed.refresh.seconds) {
+                if !(beforeRelease && now.isAtLeast(feed.refresh, after: validated)) {
                     item.status = .fresh
                     item.reason = "fresh"
                     item.remaining = 0
-                    let byAge = validated + feed.refresh.seconds
+                    let byAge = validated + feed.refresh
                     item.next = beforeRelease ? byAge : max(nextGate ?? byAge, byAge)
                     items.append(item)
                     continue
                 }
             }
             // Work to do in this release: how much is left.
-            if let partial = state?.partial, partial.urlHash == urlHash, let total = bytes, partial.syncedOffset <= total {
+            if let partial = state?.partial, resource.url.matches(recorded: partial.urlHash, identity: identity),
+               let total = bytes, partial.syncedOffset <= total {
                 item.remaining = total - partial.syncedOffset
             }
-            let dueReason = !cached ? (state?.partial != nil ? "resume" : "not cached") : "stale"
+            let dueReason = !cached ? (state?.partial != nil ? "resume" : "not cached") : changed ? "changed" : "stale"
             // deferred: embargo, window, jitter
             let earliest = max(now, gate ?? now, resource.notBefore ?? now)
             if let notBefore = resource.notBefore, notBefore > now {
@@ -158,7 +164,7 @@ public enum Planner {
             } else {
                 item.status = .due
                 item.reason = dueReason
-                item.windowEnd = open.flatMap { $0.close == Int64.max ? nil : $0.close }
+                item.windowEnd = open.flatMap { $0.close == Int64.max ? nil : Instant(seconds: $0.close) }
             }
             items.append(item)
         }
@@ -170,8 +176,20 @@ public enum Planner {
                         holds: blocked.map { (name: $0.name, ok: $0.ok) }, items: items)
     }
 
+    /// Whether the recorded copy is of another version of the entry: its URL changed in
+    /// scheme, host, port or path, or the entry's `sha256` or `size` differs from what was
+    /// recorded for the copy (SPEC §5). Only a copy prefetch recorded counts: a cached file
+    /// without a record (state.db rebuilt) is simply revalidated.
+    static func copyIsOfAnotherEntry(_ resource: Resource, _ state: ResourceState, sameURL: Bool) -> Bool {
+        guard state.placedAt != nil || state.validatedAt != nil else { return false }
+        if !sameURL { return true }
+        if let sha256 = resource.sha256, state.sha256 != sha256 { return true }
+        if let size = resource.size, state.length != size { return true }
+        return false
+    }
+
     /// The feed-wide condition checks, each holding or not, with the waiting reason.
-    static func conditionBlocks(_ feed: Feed, conditions c: ConditionSnapshot, state: StateSnapshot, now: Int64,
+    static func conditionBlocks(_ feed: Feed, conditions c: ConditionSnapshot, state: StateSnapshot, now: Instant,
                                 clock: ZoneClock) -> [(name: String, ok: Bool, reason: String)] {
         var checks: [(name: String, ok: Bool, reason: String)] = []
         if feed.conditions.network == .unmetered {
@@ -196,8 +214,8 @@ public enum Planner {
     }
 
     /// `YYYY-MM-DD` of `instant` in the feed's zone: the day metered budgets count in.
-    public static func localDay(_ instant: Int64, clock: ZoneClock) -> String {
-        let c = clock.civil(at: instant)
+    public static func localDay(_ instant: Instant, clock: ZoneClock) -> String {
+        let c = clock.civil(at: instant.seconds)
         func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
         return "\(c.year)-\(two(c.month))-\(two(c.day))"
     }
@@ -209,7 +227,7 @@ public enum Planner {
     static func orderDueWork(_ plan: inout Plan, input: PlanInput) {
         // Small sort keys, not the items themselves: ties go by feed order, then manifest order.
         struct Slot: Comparable {
-            var priority: Int, windowEnd: Int64, size: UInt64, feed: Int, item: Int
+            var priority: Int, windowEnd: Instant, size: UInt64, feed: Int, item: Int
             static func < (a: Slot, b: Slot) -> Bool {
                 (a.priority, a.windowEnd, a.size, a.feed, a.item) < (b.priority, b.windowEnd, b.size, b.feed, b.item)
             }
@@ -218,7 +236,7 @@ public enum Planner {
         for (f, feedPlan) in plan.feeds.enumerated() {
             for (i, item) in feedPlan.items.enumerated() where item.status == .due {
                 due.append(Slot(priority: item.priority == .high ? 0 : item.priority == .normal ? 1 : 2,
-                                windowEnd: item.windowEnd ?? Int64.max, size: item.remaining ?? UInt64.max, feed: f, item: i))
+                                windowEnd: item.windowEnd ?? .distantFuture, size: item.remaining ?? UInt64.max, feed: f, item: i))
             }
         }
         due.sort()
@@ -227,35 +245,33 @@ public enum Planner {
         var committed: UInt64 = 0
         var elapsed: Double = 0
         for slot in due {
-            let remaining = plan.feeds[slot.feed].items[slot.item].remaining ?? 0
+            let known = plan.feeds[slot.feed].items[slot.item].remaining
+            let remaining = known ?? 0
             let minimum = feedIndex[plan.feeds[slot.feed].name].map { minimums[$0] } ?? 0
             if let free = input.conditions.freeBytes {
                 let have = free > committed ? free - committed : 0
                 let need = minimum + remaining
                 if have < need {
+                    let (haveText, needText) = ByteSize.formatApart(have, need)
                     plan.feeds[slot.feed].items[slot.item].status = .waiting
-                    plan.feeds[slot.feed].items[slot.item].reason = "free space \(ByteSize.format(have)) < \(ByteSize.format(need))"
+                    plan.feeds[slot.feed].items[slot.item].reason = "free space \(haveText) < \(needText)"
                     plan.feeds[slot.feed].items[slot.item].windowEnd = nil
                     continue
                 }
             }
             committed += remaining
             elapsed += Double(remaining) / plan.throughput
-            let finish = plan.now + Int64(elapsed.rounded(.up))
-            let windowEnd = plan.feeds[slot.feed].items[slot.item].windowEnd
-            plan.feeds[slot.feed].items[slot.item].estimatedFinish = finish
-            plan.feeds[slot.feed].items[slot.item].fits = windowEnd.map { finish <= $0 } ?? true
+            // Of unknown size: no estimate, and whether it fits is not known (the estimates of
+            // the work after it are then lower bounds).
+            if known != nil {
+                let finish = plan.now.advanced(byNanoseconds: Int64(min(9e18, (elapsed * 1e9).rounded(.up))))
+                let windowEnd = plan.feeds[slot.feed].items[slot.item].windowEnd
+                plan.feeds[slot.feed].items[slot.item].estimatedFinish = finish
+                plan.feeds[slot.feed].items[slot.item].fits = windowEnd.map { finish <= $0 } ?? true
+            }
             plan.feeds[slot.feed].items[slot.item].startOrder = plan.order.count
             plan.order.append(ResourceKey(feed: plan.feeds[slot.feed].name, path: plan.feeds[slot.feed].items[slot.item].path))
             plan.positions.append((slot.feed, slot.item))  // items are still in manifest order here
         }
-    }
-}
-
-extension ResourceURL {
-    /// SHA-256 of the URL as written: notices a changed URL without storing query values.
-    public static func hash(of url: ResourceURL) -> String {
-        var text = url.text
-        return text.withUTF8 { SHA256.hexDigest(UnsafeRawBufferPointer($0)) }
     }
 }

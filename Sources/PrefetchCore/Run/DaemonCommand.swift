@@ -45,7 +45,7 @@ enum DaemonCommand {
             }
             break
         }
-        guard let state = RunCommand.openState(cache, console: console) else { return .failure }
+        guard let state = RunCommand.openState(cache, feeds: feeds, console: console) else { return .failure }
         let reporter = RunReporter(mode: console.colorOut ? .terminal : .plain, quiet: false, console: console, silentWhenIdle: true)
         console.out("prefetch daemon: \(feeds.count) feed\(feeds.count == 1 ? "" : "s") from \(config.feeds), cache \(config.cache)\n")
         let clock = { (try? Clock.now(at: nil, environment: context.environment)) ?? Clock.realNow() }
@@ -65,7 +65,8 @@ enum DaemonCommand {
                                assumptions: Assumptions(), console: console, wantsNextWakeup: true)
             let outcome = pass.execute(reporter: reporter, stopRequested: { signals.received != nil })
             let now = clock()
-            let wake = min(max(outcome.nextWakeup ?? now + recheckSeconds, now + 1), now + recheckSeconds)
+            let wake = min(max(outcome.nextWakeup ?? now.advanced(bySeconds: recheckSeconds), now.advanced(bySeconds: 1)),
+                           now.advanced(bySeconds: recheckSeconds))
             // Sleep in small steps so a signal is acted on at once.
             while signals.received == nil, clock() < wake {
                 if signals.take(SIGUSR1) { break }

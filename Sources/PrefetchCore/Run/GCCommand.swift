@@ -4,7 +4,7 @@ enum GCCommand {
     static func run(_ context: CommandContext) -> ExitCode {
         guard let config = context.loadConfig(), let feeds = context.loadFeeds(config) else { return .usage }
         let dryRun = context.arguments.flags.contains("--dry-run")
-        let now: Int64
+        let now: Instant
         do { now = try Clock.now(at: nil, environment: context.environment) } catch {
             return ExitCode(rawValue: Prefetch.fail(UsageError(error.message, command: "gc"), console: context.console)) ?? .usage
         }
@@ -29,7 +29,7 @@ enum GCCommand {
                     context.console.err("prefetch: error: \(error)\n")
                     return .failure
                 }
-                store = RunCommand.openState(cache, console: context.console)
+                store = RunCommand.openState(cache, feeds: feeds, console: context.console)
             }
         }
         let removals = GarbageCollector.collect(feeds: feeds, cache: config.cache, now: now)

@@ -41,7 +41,7 @@ enum RunCommand {
             console.err("prefetch: error: \(error)\n")
             return .failure
         }
-        guard let state = openState(cache, console: console) else { return .failure }
+        guard let state = openState(cache, feeds: allFeeds, console: console) else { return .failure }
         let mode: RunReporter.Mode = context.arguments.flags.contains("--json") ? .json : (console.colorOut ? .terminal : .plain)
         let reporter = RunReporter(mode: mode, quiet: context.arguments.flags.contains("--quiet"), console: console)
         let pass = RunPass(feeds: feeds, allFeeds: allFeeds, config: config, cache: cache, state: state, environment: context.environment,
@@ -50,15 +50,16 @@ enum RunCommand {
     }
 
     /// Opens state.db for writing; one that cannot be read is moved aside and rebuilt
-    /// (cached files stay and are revalidated; partials restart).
-    static func openState(_ cache: CacheFolder, console: Console) -> StateStore? {
+    /// (cached files stay and are revalidated; partials restart). `feeds` give the URLs an
+    /// older schema's records are re-keyed by.
+    static func openState(_ cache: CacheFolder, feeds: [Feed], console: Console) -> StateStore? {
         let path = cache.statePath
         do {
-            let store = try StateStore.openForWriting(path)
+            let store = try StateStore.openForWriting(path, currentURL: Feed.urlLookup(feeds))
             _ = try store.snapshot()
             return store
         } catch {
-            let aside = path + ".unreadable-\(Clock.realNow())"
+            let aside = path + ".unreadable-\(Clock.realNow().seconds)"
             console.err("prefetch: warning: \(path) cannot be read (\(error)); moved to \(aside) and rebuilt\n")
             rename(path, aside)
             unlink(path + "-wal")

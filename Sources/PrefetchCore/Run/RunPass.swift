@@ -20,12 +20,12 @@ struct RunPass {
     /// How a pass ended, and when there is next something to do.
     struct Outcome {
         let exit: ExitCode
-        let nextWakeup: Int64?
+        let nextWakeup: Instant?
     }
 
     /// The shifted system clock (`PREFETCH_CLOCK_OFFSET`, read once per pass).
-    var clock: () -> Int64 {
-        let offset = (try? Clock.offset(environment: environment)) ?? 0
+    var clock: () -> Instant {
+        let offset = (try? Clock.offset(environment: environment)) ?? .zero
         return { Clock.realNow() + offset }
     }
 
@@ -70,14 +70,18 @@ struct RunPass {
             let resource = feeds[position.feed].resources[position.resource]
             let recorded = snapshot.resources[key]
             let release = releases[position.feed]
-            let urlHash = ResourceURL.hash(of: resource.url)
-            let sameURL = recorded?.urlHash == urlHash
+            let urlHash = resource.url.identityHash
+            let entry = resource.fingerprint(identity: urlHash)
+            let sameURL = recorded.map { resource.url.matches(recorded: $0.urlHash, identity: urlHash) } ?? false
+            // A copy of another version of the entry is never revalidated: a 304 would keep it.
+            let current = recorded.map { sameURL && !Planner.copyIsOfAnotherEntry(resource, $0, sameURL: sameURL) } ?? false
+            let failuresCount = recorded?.failureRelease == release && (recorded?.failureEntry.map { $0 == entry } ?? sameURL)
             jobs.append(TransferJob(
-                feed: feed, resource: resource, key: key, urlHash: urlHash, release: release,
-                cachedValidators: cached.contains(key) && sameURL ? recorded?.validators : nil,
+                feed: feed, resource: resource, key: key, urlHash: urlHash, entry: entry, release: release,
+                cachedValidators: cached.contains(key) && current ? recorded?.validators : nil,
                 cachedLength: recorded?.length,
                 partial: recorded?.partial,
-                failures: (recorded?.failureRelease == release && sameURL) ? recorded?.failures ?? 0 : 0))
+                failures: failuresCount ? recorded?.failures ?? 0 : 0))
         }
 
         var meteredUsedToday: [String: UInt64] = [:]
@@ -90,7 +94,7 @@ struct RunPass {
         let timings = Dictionary(feeds.map { ($0.name, FeedTiming($0, machineID: machineID?.value)) }, uniquingKeysWith: { a, _ in a })
         let summary = engine.run(jobs, pauseReason: { feed in
             let now = clock()
-            if let timing = timings[feed.name], timing.windows.interval(containing: now) == nil { return "window closed" }
+            if let timing = timings[feed.name], timing.openInterval(at: now) == nil { return "window closed" }
             if Date().timeIntervalSince(lastProbeAt) >= 5 {
                 lastProbe = conditions()
                 lastProbeAt = Date()
@@ -100,7 +104,7 @@ struct RunPass {
         reporter.flush()
 
         // Releases with nothing left to do are finished; then the clean-up of `gc`.
-        var nextWakeup: Int64?
+        var nextWakeup: Instant?
         let settled: Set<ResourceStatus> = [.due, .fresh, .expired, .failed]
         if !wantsNextWakeup, !stopRequested(), !summary.diskFull, summary.failed == 0, summary.paused == 0,
            summary.placed + summary.fresh == jobs.count,
@@ -129,7 +133,7 @@ struct RunPass {
         }
         let seconds = Date().timeIntervalSince(started)
         if summary.bodyBytes > 0 || summary.placed > 0 {
-            try? state.recordRun(startedAt: Int64(started.timeIntervalSince1970), finishedAt: clock(), bodyBytes: summary.bodyBytes,
+            try? state.recordRun(startedAt: Instant(started), finishedAt: clock(), bodyBytes: summary.bodyBytes,
                                  transferSeconds: summary.transferSeconds, placed: summary.placed, fresh: summary.fresh, failed: summary.failed)
         }
         if summary.placed + summary.fresh + summary.failed > 0 { try? state.pruneHistory() }
@@ -155,13 +159,13 @@ struct RunPass {
     /// The earliest moment the plan changes on its own: a release, a window opening, a
     /// backoff's end, an embargo; `recheck` seconds on when work waits on conditions (power,
     /// network, free space, budget), which no clock announces; now when work is still due.
-    static func nextWakeup(_ plan: Plan, recheck: Int64) -> Int64? {
-        var times: [Int64] = []
+    static func nextWakeup(_ plan: Plan, recheck: Int64) -> Instant? {
+        var times: [Instant] = []
         for feed in plan.feeds {
             times += feed.nextReleases
             for item in feed.items {
                 if let next = item.next { times.append(next) }
-                if item.status == .waiting { times.append(plan.now + recheck) }
+                if item.status == .waiting { times.append(plan.now.advanced(bySeconds: recheck)) }
                 if item.status == .due { times.append(plan.now) }
             }
         }

@@ -2,11 +2,11 @@
 enum StatusCommand {
     static func run(_ context: CommandContext) -> ExitCode {
         guard let config = context.loadConfig(), let feeds = context.loadFeeds(config) else { return .usage }
-        let now: Int64
+        let now: Instant
         do { now = try Clock.now(at: nil, environment: context.environment) } catch {
             return ExitCode(rawValue: Prefetch.fail(UsageError(error.message, command: "status"), console: context.console)) ?? .usage
         }
-        let snapshot = context.readState(cache: config.cache)
+        let snapshot = context.readState(cache: config.cache, feeds: feeds)
         let cached = CacheListing.present(feeds, cache: config.cache)
         let plan = Planner.plan(PlanInput(feeds: feeds, state: snapshot, cached: cached,
                                           conditions: ConditionProbes().snapshot(config: config, cache: config.cache), now: now,
@@ -36,7 +36,7 @@ enum StatusCommand {
             let lastSuccess = feedState?.lastSuccess ?? feed.resources.compactMap { snapshot.resources[ResourceKey(feed: feed.name, path: $0.path)]?.lastSuccess }.max()
             let wakeups = feedPlan.items.compactMap(\.next) + feedPlan.nextReleases
             let due = feedPlan.items.contains { $0.status == .due }
-            let nextWakeup: Int64? = due ? now : wakeups.filter { $0 > now }.min()
+            let nextWakeup: Instant? = due ? now : wakeups.filter { $0 > now }.min()
             let clock = feedPlan.clock
             if json {
                 var line = JSONObject()

@@ -119,6 +119,17 @@ final class SQLiteConnection {
         return statement
     }
 
+    /// A private in-memory copy of this database (SQLite's online backup): a reader can
+    /// migrate an older schema there without writing the file.
+    func copyIntoMemory() throws(SQLiteError) -> SQLiteConnection {
+        let copy = try SQLiteConnection(path: ":memory:", readOnly: false)
+        guard let backup = sqlite3_backup_init(copy.handle, "main", handle, "main") else { throw copy.error(sqlite3_errcode(copy.handle)) }
+        let status = sqlite3_backup_step(backup, -1)
+        sqlite3_backup_finish(backup)
+        guard status == SQLITE_DONE else { throw error(status) }
+        return copy
+    }
+
     /// `PRAGMA user_version`: the schema version.
     var userVersion: Int {
         get throws(SQLiteError) {
@@ -143,6 +154,9 @@ enum SQLiteValue {
     static func optional(_ value: Int64?) -> SQLiteValue { value.map { .int($0) } ?? .null }
     static func optional(_ value: UInt64?) -> SQLiteValue { value.map { .int(Int64(bitPattern: $0)) } ?? .null }
     static func optional(_ value: String?) -> SQLiteValue { value.map { .text($0) } ?? .null }
+    /// An instant as its nanoseconds since the epoch (state.db keeps full precision).
+    static func instant(_ value: Instant) -> SQLiteValue { .int(value.nanoseconds) }
+    static func optional(_ value: Instant?) -> SQLiteValue { value.map(instant) ?? .null }
 }
 
 /// A prepared statement; finalized in `deinit`.
@@ -196,6 +210,11 @@ final class SQLiteStatement {
 
     func int(_ column: Int32) -> Int64? {
         sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : sqlite3_column_int64(handle, column)
+    }
+
+    /// A column of nanoseconds since the epoch.
+    func instant(_ column: Int32) -> Instant? {
+        int(column).map(Instant.init(nanoseconds:))
     }
 
     func real(_ column: Int32) -> Double? {

@@ -36,13 +36,13 @@ public struct MeteredDay: Sendable, Hashable {
 /// Per feed: its releases and outcome.
 public struct FeedState: Sendable, Equatable {
     /// Nominal start of the last release a run worked on.
-    public var lastRelease: Int64?
+    public var lastRelease: Instant?
     /// When that release finished (nothing due, waiting or in backoff).
-    public var lastReleaseFinished: Int64?
-    public var lastSuccess: Int64?
+    public var lastReleaseFinished: Instant?
+    public var lastSuccess: Instant?
     public var lastError: String?
 
-    public init(lastRelease: Int64? = nil, lastReleaseFinished: Int64? = nil, lastSuccess: Int64? = nil, lastError: String? = nil) {
+    public init(lastRelease: Instant? = nil, lastReleaseFinished: Instant? = nil, lastSuccess: Instant? = nil, lastError: String? = nil) {
         self.lastRelease = lastRelease
         self.lastReleaseFinished = lastReleaseFinished
         self.lastSuccess = lastSuccess
@@ -70,18 +70,21 @@ public struct ResourceState: Sendable, Equatable {
     /// Length of the placed copy.
     public var length: UInt64?
     public var sha256: String?
-    public var placedAt: Int64?
+    public var placedAt: Instant?
     /// Last time the copy was confirmed current (placed, or a 304).
-    public var validatedAt: Int64?
-    public var lastSuccess: Int64?
+    public var validatedAt: Instant?
+    public var lastSuccess: Instant?
     public var lastError: String?
     /// Consecutive failures since the last success, within `failureRelease`.
     public var failures = 0
     /// The release the failures belong to; attempts start again at each release.
-    public var failureRelease: Int64?
+    public var failureRelease: Instant?
     /// A permanent error (404, 410, 401, 403, TLS, redirect loop): failed until the next release.
     public var permanentFailure = false
-    public var nextRetry: Int64?
+    public var nextRetry: Instant?
+    /// The manifest entry the failures belong to (`ManifestEntry.fingerprint`): failures of
+    /// an entry since changed do not count.
+    public var failureEntry: String?
     /// A partial download, if any.
     public var partial: PartialState?
 
@@ -98,13 +101,21 @@ public struct PartialState: Sendable, Equatable {
     public var totalLength: UInt64?
     /// Bytes known to be on disk (recorded after an fsync).
     public var syncedOffset: UInt64
-    public var updatedAt: Int64
+    public var updatedAt: Instant
+    /// The kernel's boot id of the run that wrote the partial (nil: recorded by version 1,
+    /// which trusted only `syncedOffset`).
+    public var bootID: String?
+    /// The partial file's inode: another file under its name is not this partial.
+    public var inode: UInt64?
 
-    public init(urlHash: String, validators: Validators, totalLength: UInt64?, syncedOffset: UInt64, updatedAt: Int64) {
+    public init(urlHash: String, validators: Validators, totalLength: UInt64?, syncedOffset: UInt64, updatedAt: Instant,
+                bootID: String? = nil, inode: UInt64? = nil) {
         self.urlHash = urlHash
         self.validators = validators
         self.totalLength = totalLength
         self.syncedOffset = syncedOffset
         self.updatedAt = updatedAt
+        self.bootID = bootID
+        self.inode = inode
     }
 }

@@ -1,7 +1,10 @@
 /// `CACHE/.prefetch/state.db`: jobs, validators, attempts and history (SQLite, WAL).
 ///
 /// The schema is versioned with `PRAGMA user_version`; `migrations[n]` takes version n to
-/// n + 1. Readers (`plan`, `status`) open read-only and never create the file.
+/// n + 1. Readers (`plan`, `status`) open read-only and never create the file; an older
+/// file is migrated in a private in-memory copy for them, never on disk.
+///
+/// Times are nanoseconds since the epoch (`Instant`): compared at full precision (SPEC §5).
 public final class StateStore {
     private let db: SQLiteConnection
     public let path: String
@@ -78,7 +81,31 @@ public final class StateStore {
         );
         CREATE INDEX attempts_by_resource ON attempts (feed, path, started_at);
         """,
+        // 1 → 2: times at full precision (seconds become nanoseconds); what a partial's
+        // trust needs (the boot and the inode that wrote it); the manifest entry a failure
+        // belongs to (a changed entry starts its attempts afresh). URL hashes of version 1
+        // covered the whole URL, query included; version 2's leave the query out (a signed
+        // URL's rotating token is no change): old ones are marked `v1:` and re-keyed by the
+        // first writer that has the manifests (`rekey`).
+        """
+        UPDATE feeds SET last_release = last_release * 1000000000,
+            last_release_finished = last_release_finished * 1000000000,
+            last_success = last_success * 1000000000, last_error_at = last_error_at * 1000000000;
+        UPDATE resources SET placed_at = placed_at * 1000000000, validated_at = validated_at * 1000000000,
+            last_success = last_success * 1000000000, last_error_at = last_error_at * 1000000000,
+            failure_release = failure_release * 1000000000, next_retry = next_retry * 1000000000,
+            url_hash = 'v1:' || url_hash;
+        UPDATE partials SET updated_at = updated_at * 1000000000, url_hash = 'v1:' || url_hash;
+        UPDATE runs SET started_at = started_at * 1000000000, finished_at = finished_at * 1000000000;
+        UPDATE attempts SET started_at = started_at * 1000000000, finished_at = finished_at * 1000000000;
+        ALTER TABLE resources ADD COLUMN failure_entry TEXT;
+        ALTER TABLE partials ADD COLUMN boot_id TEXT;
+        ALTER TABLE partials ADD COLUMN inode INTEGER;
+        """,
     ]
+
+    /// The URL a resource has now, for re-keying version 1's hashes (nil: no longer listed).
+    public typealias CurrentURL = (ResourceKey) -> ResourceURL?
 
     /// The state file inside a cache folder.
     public static func path(inCache cache: String) -> String {
@@ -91,35 +118,64 @@ public final class StateStore {
     }
 
     /// Opens for reading only; nil when there is no state file yet (nothing is created).
-    public static func openReadOnly(_ path: String) throws(SQLiteError) -> StateStore? {
+    /// An older schema is migrated in a private in-memory copy (the file is not written).
+    public static func openReadOnly(_ path: String, currentURL: CurrentURL = { _ in nil }) throws(SQLiteError) -> StateStore? {
         guard FileSystem.kind(of: path) == .regular else { return nil }
-        let store = StateStore(db: try SQLiteConnection(path: path, readOnly: true), path: path)
-        let version = try store.db.userVersion
+        let file = try SQLiteConnection(path: path, readOnly: true)
+        let version = try file.userVersion
         if version > schemaVersion {
             throw SQLiteError(code: 0, message: "state.db has schema \(version), newer than this prefetch (\(schemaVersion))")
         }
-        if version < schemaVersion {
-            // An older schema: read what exists; a writer migrates it on its next run.
-            if version == 0 { return nil }
-        }
-        return store
+        if version == 0 { return nil }
+        guard version < schemaVersion else { return StateStore(db: file, path: path) }
+        let copy = try file.copyIntoMemory()
+        try migrate(copy, from: version, currentURL: currentURL)
+        return StateStore(db: copy, path: path)
     }
 
     /// Opens for writing, creating the file and migrating the schema as needed.
-    public static func openForWriting(_ path: String) throws(SQLiteError) -> StateStore {
+    public static func openForWriting(_ path: String, currentURL: CurrentURL = { _ in nil }) throws(SQLiteError) -> StateStore {
         let db = try SQLiteConnection(path: path, readOnly: false)
         try db.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")
         let version = try db.userVersion
         if version > schemaVersion {
             throw SQLiteError(code: 0, message: "state.db has schema \(version), newer than this prefetch (\(schemaVersion))")
         }
+        try migrate(db, from: version, currentURL: currentURL)
+        return StateStore(db: db, path: path)
+    }
+
+    /// Applies every migration after `version`, each in its own transaction; after the
+    /// step to version 2, re-keys the URL hashes it marked.
+    private static func migrate(_ db: SQLiteConnection, from version: Int, currentURL: CurrentURL) throws(SQLiteError) {
         for next in version..<schemaVersion {
             try db.transaction { () throws(SQLiteError) in
                 try db.execute(migrations[next])
+                if next == 1 { try rekey(db, currentURL: currentURL) }
                 try db.execute("PRAGMA user_version = \(next + 1)")
             }
         }
-        return StateStore(db: db, path: path)
+    }
+
+    /// Replaces each `v1:` hash whose resource still has the URL it was made from with the
+    /// version 2 hash of that URL; a hash of a URL since changed keeps its mark, which no
+    /// current URL matches (the resource is `changed`, as it was before the upgrade).
+    private static func rekey(_ db: SQLiteConnection, currentURL: CurrentURL) throws(SQLiteError) {
+        for table in ["resources", "partials"] {
+            var updates: [(ResourceKey, String)] = []
+            let rows = try db.prepare("SELECT feed, path, url_hash FROM \(table) WHERE url_hash LIKE 'v1:%'")
+            while try rows.step() {
+                let key = ResourceKey(feed: rows.text(0) ?? "", path: rows.text(1) ?? "")
+                guard let url = currentURL(key), rows.text(2) == "v1:" + url.legacyHash else { continue }
+                updates.append((key, url.identityHash))
+            }
+            let update = try db.prepare("UPDATE \(table) SET url_hash = ? WHERE feed = ? AND path = ?")
+            for (key, hash) in updates {
+                try update.bind([.text(hash), .text(key.feed), .text(key.path)])
+                while try update.step() {}
+                update.reset()
+            }
+        }
     }
 
     // MARK: Reading
@@ -140,8 +196,8 @@ public final class StateStore {
         var states: [String: FeedState] = [:]
         let feeds = try db.prepare("SELECT feed, last_release, last_release_finished, last_success, last_error FROM feeds")
         while try feeds.step() {
-            states[feeds.text(0) ?? ""] = FeedState(lastRelease: feeds.int(1), lastReleaseFinished: feeds.int(2),
-                                                   lastSuccess: feeds.int(3), lastError: feeds.text(4))
+            states[feeds.text(0) ?? ""] = FeedState(lastRelease: feeds.instant(1), lastReleaseFinished: feeds.instant(2),
+                                                   lastSuccess: feeds.instant(3), lastError: feeds.text(4))
         }
         return states
     }
@@ -151,32 +207,34 @@ public final class StateStore {
         snapshot.feeds = try feedStates()
         let resources = try db.prepare("""
             SELECT feed, path, url_hash, etag, last_modified, length, sha256, placed_at, validated_at,
-                   last_success, last_error, failures, failure_release, permanent, next_retry FROM resources
+                   last_success, last_error, failures, failure_release, permanent, next_retry, failure_entry FROM resources
             """)
         while try resources.step() {
             var state = ResourceState(urlHash: resources.text(2) ?? "")
             state.validators = Validators(etag: resources.text(3), lastModified: resources.text(4))
             state.length = resources.int(5).map { UInt64(bitPattern: $0) }
             state.sha256 = resources.text(6)
-            state.placedAt = resources.int(7)
-            state.validatedAt = resources.int(8)
-            state.lastSuccess = resources.int(9)
+            state.placedAt = resources.instant(7)
+            state.validatedAt = resources.instant(8)
+            state.lastSuccess = resources.instant(9)
             state.lastError = resources.text(10)
             state.failures = Int(resources.int(11) ?? 0)
-            state.failureRelease = resources.int(12)
+            state.failureRelease = resources.instant(12)
             state.permanentFailure = resources.int(13) == 1
-            state.nextRetry = resources.int(14)
+            state.nextRetry = resources.instant(14)
+            state.failureEntry = resources.text(15)
             snapshot.resources[ResourceKey(feed: resources.text(0) ?? "", path: resources.text(1) ?? "")] = state
         }
         let partials = try db.prepare("""
-            SELECT feed, path, url_hash, etag, last_modified, total_length, synced_offset, updated_at FROM partials
+            SELECT feed, path, url_hash, etag, last_modified, total_length, synced_offset, updated_at, boot_id, inode FROM partials
             """)
         while try partials.step() {
             let key = ResourceKey(feed: partials.text(0) ?? "", path: partials.text(1) ?? "")
             let partial = PartialState(urlHash: partials.text(2) ?? "",
                                        validators: Validators(etag: partials.text(3), lastModified: partials.text(4)),
                                        totalLength: partials.int(5).map { UInt64(bitPattern: $0) },
-                                       syncedOffset: UInt64(bitPattern: partials.int(6) ?? 0), updatedAt: partials.int(7) ?? 0)
+                                       syncedOffset: UInt64(bitPattern: partials.int(6) ?? 0), updatedAt: partials.instant(7) ?? Instant(seconds: 0),
+                                       bootID: partials.text(8), inode: partials.int(9).map { UInt64(bitPattern: $0) })
             snapshot.resources[key, default: ResourceState(urlHash: partial.urlHash)].partial = partial
         }
         let metered = try db.prepare("SELECT feed, day, bytes FROM metered_usage")
@@ -200,24 +258,24 @@ public final class StateStore {
     // MARK: Writing
 
     /// Records that a run began working on a release of `feed`.
-    public func recordRelease(feed: String, release: Int64) throws(SQLiteError) {
+    public func recordRelease(feed: String, release: Instant) throws(SQLiteError) {
         try db.run("""
             INSERT INTO feeds (feed, last_release) VALUES (?, ?)
             ON CONFLICT (feed) DO UPDATE SET last_release = excluded.last_release,
                 last_release_finished = CASE WHEN feeds.last_release = excluded.last_release THEN feeds.last_release_finished END
-            """, [.text(feed), .int(release)])
+            """, [.text(feed), .instant(release)])
     }
 
     /// Records that the current release of `feed` finished at `time`.
-    public func recordReleaseFinished(feed: String, at time: Int64) throws(SQLiteError) {
-        try db.run("UPDATE feeds SET last_release_finished = ?, last_success = ? WHERE feed = ?", [.int(time), .int(time), .text(feed)])
+    public func recordReleaseFinished(feed: String, at time: Instant) throws(SQLiteError) {
+        try db.run("UPDATE feeds SET last_release_finished = ?, last_success = ? WHERE feed = ?", [.instant(time), .instant(time), .text(feed)])
     }
 
     /// Records a verified copy placed (or confirmed by a 304) at `time`; clears failures and,
     /// unless the caller knows there is none (`clearPartial: false`), the partial's record.
     /// A 304 (`placed: false`) keeps the placed copy's recorded length and sha256.
     public func recordValidated(_ key: ResourceKey, urlHash: String, validators: Validators, length: UInt64?,
-                                sha256: String?, placed: Bool, at time: Int64, clearPartial: Bool = true) throws(SQLiteError) {
+                                sha256: String?, placed: Bool, at time: Instant, clearPartial: Bool = true) throws(SQLiteError) {
         func upsert() throws(SQLiteError) {
             try db.run("""
                 INSERT INTO resources (feed, path, url_hash, etag, last_modified, length, sha256, placed_at, validated_at, last_success, failures, permanent)
@@ -228,9 +286,9 @@ public final class StateStore {
                     sha256 = CASE WHEN excluded.placed_at IS NULL THEN resources.sha256 ELSE excluded.sha256 END,
                     placed_at = COALESCE(excluded.placed_at, resources.placed_at), validated_at = excluded.validated_at,
                     last_success = excluded.last_success, last_error = NULL, last_error_at = NULL, failures = 0,
-                    failure_release = NULL, permanent = 0, next_retry = NULL
+                    failure_release = NULL, permanent = 0, next_retry = NULL, failure_entry = NULL
                 """, [.text(key.feed), .text(key.path), .text(urlHash), .optional(validators.etag), .optional(validators.lastModified),
-                      .optional(length), .optional(sha256), placed ? .int(time) : .null, .int(time), .int(time)])
+                      .optional(length), .optional(sha256), placed ? .instant(time) : .null, .instant(time), .instant(time)])
         }
         guard clearPartial else { return try upsert() }
         try db.transaction { () throws(SQLiteError) in
@@ -239,37 +297,41 @@ public final class StateStore {
         }
     }
 
-    /// Records a failed attempt within `release`. Failures of an older release do not count.
+    /// Records a failed attempt within `release`. Failures of an older release, or of
+    /// another version of the manifest entry (`entry`, `ManifestEntry.fingerprint`), do not
+    /// count: the attempts start afresh.
     ///
     /// When the manifest gave the resource a new URL, the record moves to it: the failures
     /// count for the new URL (the plan and the next runs honour them), and the old URL's
     /// validators and freshness are dropped, so they are never sent to the new one. The
     /// placed copy itself, its length and sha256 stay until the new URL delivers.
-    public func recordFailure(_ key: ResourceKey, urlHash: String, release: Int64, error: String, permanent: Bool,
-                              nextRetry: Int64?, at time: Int64) throws(SQLiteError) {
+    public func recordFailure(_ key: ResourceKey, urlHash: String, entry: String, release: Instant, error: String, permanent: Bool,
+                              nextRetry: Instant?, at time: Instant) throws(SQLiteError) {
         try db.run("""
-            INSERT INTO resources (feed, path, url_hash, last_error, last_error_at, failures, failure_release, permanent, next_retry)
-            VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?)
+            INSERT INTO resources (feed, path, url_hash, last_error, last_error_at, failures, failure_release, permanent, next_retry, failure_entry)
+            VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
             ON CONFLICT (feed, path) DO UPDATE SET last_error = excluded.last_error, last_error_at = excluded.last_error_at,
                 failures = CASE WHEN resources.failure_release = excluded.failure_release AND resources.url_hash = excluded.url_hash
+                                     AND resources.failure_entry IS excluded.failure_entry
                                 THEN resources.failures + 1 ELSE 1 END,
                 failure_release = excluded.failure_release, permanent = excluded.permanent, next_retry = excluded.next_retry,
+                failure_entry = excluded.failure_entry,
                 etag = CASE WHEN resources.url_hash = excluded.url_hash THEN resources.etag END,
                 last_modified = CASE WHEN resources.url_hash = excluded.url_hash THEN resources.last_modified END,
                 validated_at = CASE WHEN resources.url_hash = excluded.url_hash THEN resources.validated_at END,
                 url_hash = excluded.url_hash
-            """, [.text(key.feed), .text(key.path), .text(urlHash), .text(error), .int(time), .int(release),
-                  .int(permanent ? 1 : 0), .optional(nextRetry)])
+            """, [.text(key.feed), .text(key.path), .text(urlHash), .text(error), .instant(time), .instant(release),
+                  .int(permanent ? 1 : 0), .optional(nextRetry), .text(entry)])
     }
 
     /// Records (or replaces) the partial of a resource.
     public func recordPartial(_ key: ResourceKey, _ partial: PartialState) throws(SQLiteError) {
         try db.run("""
-            INSERT OR REPLACE INTO partials (feed, path, url_hash, etag, last_modified, total_length, synced_offset, updated_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT OR REPLACE INTO partials (feed, path, url_hash, etag, last_modified, total_length, synced_offset, updated_at, boot_id, inode)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [.text(key.feed), .text(key.path), .text(partial.urlHash), .optional(partial.validators.etag),
                   .optional(partial.validators.lastModified), .optional(partial.totalLength),
-                  .optional(partial.syncedOffset), .int(partial.updatedAt)])
+                  .optional(partial.syncedOffset), .instant(partial.updatedAt), .optional(partial.bootID), .optional(partial.inode)])
     }
 
     /// Group commit: writes between `begin` and `commit` land together (the engine commits
@@ -289,12 +351,12 @@ public final class StateStore {
     }
 
     /// Records one attempt in the history.
-    public func recordAttempt(_ key: ResourceKey, startedAt: Int64, finishedAt: Int64, bytes: UInt64, httpStatus: Int?,
+    public func recordAttempt(_ key: ResourceKey, startedAt: Instant, finishedAt: Instant, bytes: UInt64, httpStatus: Int?,
                               outcome: String, error: String?) throws(SQLiteError) {
         try db.run("""
             INSERT INTO attempts (feed, path, started_at, finished_at, bytes, http_status, outcome, error)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """, [.text(key.feed), .text(key.path), .int(startedAt), .int(finishedAt), .optional(bytes),
+            """, [.text(key.feed), .text(key.path), .instant(startedAt), .instant(finishedAt), .optional(bytes),
                   httpStatus.map { .int(Int64($0)) } ?? .null, .text(outcome), .optional(error)])
     }
 
@@ -319,12 +381,12 @@ public final class StateStore {
     }
 
     /// Records a finished run and its transfer throughput.
-    public func recordRun(startedAt: Int64, finishedAt: Int64, bodyBytes: UInt64, transferSeconds: Double,
+    public func recordRun(startedAt: Instant, finishedAt: Instant, bodyBytes: UInt64, transferSeconds: Double,
                           placed: Int, fresh: Int, failed: Int) throws(SQLiteError) {
         try db.run("""
             INSERT INTO runs (started_at, finished_at, body_bytes, transfer_seconds, placed, fresh, failed)
             VALUES (?, ?, ?, ?, ?, ?, ?)
-            """, [.int(startedAt), .int(finishedAt), .optional(bodyBytes), .real(transferSeconds),
+            """, [.instant(startedAt), .instant(finishedAt), .optional(bodyBytes), .real(transferSeconds),
                   .int(Int64(placed)), .int(Int64(fresh)), .int(Int64(failed))])
     }
 }

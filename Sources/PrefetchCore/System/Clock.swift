@@ -3,16 +3,16 @@ import Foundation
 /// The time every command reads: the system clock shifted by `PREFETCH_CLOCK_OFFSET`
 /// (SPEC §5), or the moment `plan --at` names.
 public enum Clock {
-    /// The real time in whole seconds since the epoch.
-    public static func realNow() -> Int64 {
-        Int64(Date().timeIntervalSince1970)
+    /// The real time, to the nanosecond.
+    public static func realNow() -> Instant {
+        Instant.now()
     }
 
-    /// `PREFETCH_CLOCK_OFFSET` as seconds (0 when unset).
-    public static func offset(environment: [String: String]) throws(ValueError) -> Int64 {
-        guard let text = environment["PREFETCH_CLOCK_OFFSET"], !text.isEmpty else { return 0 }
+    /// `PREFETCH_CLOCK_OFFSET` (zero when unset).
+    public static func offset(environment: [String: String]) throws(ValueError) -> TimeSpan {
+        guard let text = environment["PREFETCH_CLOCK_OFFSET"], !text.isEmpty else { return .zero }
         do {
-            return try TimeSpan.parse(text, signed: true).seconds
+            return try TimeSpan.parse(text, signed: true)
         } catch {
             throw ValueError("PREFETCH_CLOCK_OFFSET: \(error.message)")
         }
@@ -20,19 +20,19 @@ public enum Clock {
 
     /// The evaluation time: `--at` when given (RFC 3339 with `Z` or an offset, or `HH:MM`
     /// meaning today in the system's zone), else the shifted system clock.
-    public static func now(at: String?, environment: [String: String], realNow: Int64 = realNow(),
-                           systemZone: TimeZone = .current) throws(ValueError) -> Int64 {
+    public static func now(at: String?, environment: [String: String], realNow: Instant = realNow(),
+                           systemZone: TimeZone = .current) throws(ValueError) -> Instant {
         guard let at else { return realNow + (try offset(environment: environment)) }
         let chars = Array(at)
         if chars.count == 5, chars[2] == ":", let h = Int(String(chars[0..<2])), let m = Int(String(chars[3..<5])),
            chars.enumerated().allSatisfy({ $0.offset == 2 || ($0.element.isASCII && $0.element.isNumber) }),
            (0..<24).contains(h), (0..<60).contains(m) {
             let clock = ZoneClock(systemZone)
-            let today = clock.civil(at: realNow)
-            return clock.resolve(CivilTime(year: today.year, month: today.month, day: today.day, hour: h, minute: m))
+            let today = clock.civil(at: realNow.seconds)
+            return Instant(seconds: clock.resolve(CivilTime(year: today.year, month: today.month, day: today.day, hour: h, minute: m)))
         }
         switch try? Timestamp.parse(at) {
-        case .instant(let seconds)?: return seconds
+        case .instant(let instant)?: return instant
         default:
             throw ValueError("--at takes an RFC 3339 time with Z or an offset (2026-03-29T02:30:00+02:00) or HH:MM, not '\(at)'")
         }
@@ -50,15 +50,24 @@ public enum TimeFormat {
         return sign + two(magnitude / 3600) + ":" + two(magnitude % 3600 / 60)
     }
 
-    /// RFC 3339 in the zone, whole seconds, always a numeric offset: `2026-03-29T03:00:00+02:00`.
-    public static func rfc3339(_ instant: Int64, clock: ZoneClock) -> String {
+    /// RFC 3339 in the zone, whole seconds (rounded down), always a numeric offset:
+    /// `2026-03-29T03:00:00+02:00`.
+    public static func rfc3339(_ instant: Instant, clock: ZoneClock) -> String {
+        rfc3339(seconds: instant.seconds, clock: clock)
+    }
+
+    public static func rfc3339(seconds instant: Int64, clock: ZoneClock) -> String {
         let offset = clock.offset(at: instant)
         let c = CivilTime(secondsAsUTC: instant + offset)
         return "\(c.year)-\(two(c.month))-\(two(c.day))T\(two(c.hour)):\(two(c.minute)):\(two(c.second))" + offsetText(offset)
     }
 
     /// `Mon 2026-11-30 02:30 +01:00 (01:30 UTC)`: local time with the UTC time beside it.
-    public static func local(_ instant: Int64, clock: ZoneClock, withUTC: Bool = true) -> String {
+    public static func local(_ instant: Instant, clock: ZoneClock, withUTC: Bool = true) -> String {
+        local(seconds: instant.seconds, clock: clock, withUTC: withUTC)
+    }
+
+    public static func local(seconds instant: Int64, clock: ZoneClock, withUTC: Bool = true) -> String {
         let offset = clock.offset(at: instant)
         let c = CivilTime(secondsAsUTC: instant + offset)
         let weekday = LocalDay.containing(instant, clock: clock).weekday

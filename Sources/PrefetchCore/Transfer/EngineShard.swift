@@ -9,7 +9,7 @@ final class EngineShard: @unchecked Sendable {
     private let cache: CacheFolder
     private let config: Config
     private let environment: [String: String]
-    private let clock: () -> Int64
+    private let clock: () -> Instant
     private let multi: CurlMulti
     /// This shard's share of `concurrency` and of `per_host`, and which of `shards` it is
     /// (a feed's `limits.concurrency` is shared out the same way): the shares add up to
@@ -27,7 +27,7 @@ final class EngineShard: @unchecked Sendable {
     private let limiters: [String: RateLimiter]
 
     init(index: Int, of shards: Int, concurrency: Int, perHost: Int, board: RunBoard, cache: CacheFolder, config: Config, environment: [String: String],
-         metered: Bool, allowances: [String: MeteredAllowance], limiters: [String: RateLimiter], clock: @escaping () -> Int64) {
+         metered: Bool, allowances: [String: MeteredAllowance], limiters: [String: RateLimiter], clock: @escaping () -> Instant) {
         self.index = index
         self.shards = shards
         self.concurrency = concurrency
@@ -389,17 +389,17 @@ final class EngineShard: @unchecked Sendable {
             board.emit(.paused(job.key, reason: "disk full", offset: transfer?.syncedOffset ?? 0))
             return
         case .permanent:
-            record { state in try state.recordFailure(job.key, urlHash: job.urlHash, release: job.release, error: failure.message,
-                                             permanent: true, nextRetry: nil, at: now) }
+            record { state in try state.recordFailure(job.key, urlHash: job.urlHash, entry: job.entry, release: job.release,
+                                                      error: failure.message, permanent: true, nextRetry: nil, at: now) }
             report(job, failure.message, retryAt: nil)
         case .mismatch, .transient:
             let failures = job.failures + 1
             let exhausted = failures >= job.feed.retry.attempts
             var wait = failure.retryAfter.map { min($0, job.feed.retry.maxBackoff.seconds) } ?? Self.backoff(failures, job.feed.retry)
             if failure.discardPartial && failure.kind == .transient && transfer != nil && failure.httpStatus == 416 { wait = 0 }
-            let retryAt = exhausted ? nil : now + wait
-            record { state in try state.recordFailure(job.key, urlHash: job.urlHash, release: job.release, error: failure.message,
-                                             permanent: false, nextRetry: retryAt, at: now) }
+            let retryAt = exhausted ? nil : now.advanced(bySeconds: wait)
+            record { state in try state.recordFailure(job.key, urlHash: job.urlHash, entry: job.entry, release: job.release,
+                                                      error: failure.message, permanent: false, nextRetry: retryAt, at: now) }
             if failure.kind == .transient, !exhausted, wait <= 60, let retryAt {
                 var again = job
                 again.failures = failures
@@ -419,7 +419,7 @@ final class EngineShard: @unchecked Sendable {
         }
     }
 
-    private func report(_ job: TransferJob, _ message: String, retryAt: Int64?) {
+    private func report(_ job: TransferJob, _ message: String, retryAt: Instant?) {
         summary.failed += 1
         summary.failures.append((job.key, message))
         board.emit(.failed(job.key, message: message, retryAt: retryAt))
@@ -481,7 +481,7 @@ final class EngineShard: @unchecked Sendable {
     }
 
     private func attempt(_ transfer: Transfer, outcome: String, error: String?, status: Int? = nil) {
-        record { [key = transfer.job.key, startedAt = Int64(transfer.startedAt.timeIntervalSince1970), now = clock(),
+        record { [key = transfer.job.key, startedAt = Instant(transfer.startedAt), now = clock(),
                   bytes = transfer.received] state in
             try state.recordAttempt(key, startedAt: startedAt, finishedAt: now, bytes: bytes, httpStatus: status, outcome: outcome, error: error)
         }

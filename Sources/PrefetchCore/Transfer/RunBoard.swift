@@ -92,7 +92,7 @@ final class RunBoard: @unchecked Sendable {
     /// The first queued job, in plan order, that is due and that `admit` takes (the
     /// calling shard's limits). Each feed is looked at from its first job not taken, and no
     /// further than a job that comes after the best found so far.
-    func next(now: Int64, admit: (TransferJob) -> Admission) -> TransferJob? {
+    func next(now: Instant, admit: (TransferJob) -> Admission) -> TransferJob? {
         queueLock.lock()
         defer { queueLock.unlock() }
         var best: Int?  // the job to start: its index in `queue`

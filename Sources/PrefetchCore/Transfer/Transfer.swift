@@ -7,9 +7,12 @@ struct TransferJob {
     let feed: JobFeed
     let resource: Resource
     let key: ResourceKey
+    /// The URL's identity hash, as state.db records it.
     let urlHash: String
+    /// The manifest entry's fingerprint (failures count for it only).
+    let entry: String
     /// The release the attempt belongs to (failures count within it).
-    let release: Int64
+    let release: Instant
     /// Validators of the cached copy, for a conditional request (revalidation).
     var cachedValidators: Validators?
     /// The cached copy's recorded length: a copy on disk of another length is not revalidated.
@@ -19,7 +22,7 @@ struct TransferJob {
     /// Consecutive failures in this release before this attempt.
     var failures: Int
     /// Not started before this instant (a retry within the run).
-    var notBefore: Int64 = 0
+    var notBefore: Instant = .distantPast
 }
 
 extension TransferJob {
@@ -115,8 +118,10 @@ final class Transfer {
     private let startWriteback: Bool
     private var writebackFrom: UInt64 = 0
     private static let writebackStep: UInt64 = 8 << 20
-    /// SHA-256 is computed while streaming only when the manifest gives one to check.
-    private var hashing: Bool { job.resource.sha256 != nil }
+    /// SHA-256 of a body written as it comes (small bodies: hashed inline, on this thread);
+    /// a gathered body is hashed by its `BodyWriter`. Every placed file's digest is recorded
+    /// (SPEC §5), whether or not the manifest gives one to check.
+    private var inlineHasher: SHA256?
     /// Bytes in the partial (and hashed).
     private(set) var offset: UInt64 = 0
     /// Where the current request's Range starts (0: the whole body).
@@ -211,7 +216,6 @@ final class Transfer {
     /// Cuts the partial back to `length` and hashes those bytes once (FAULTS 2).
     private func primeHash(upTo length: UInt64) -> Bool {
         guard let file, case .success = file.truncate(to: length), case .success = file.seek(to: 0) else { return false }
-        guard hashing else { return file.seek(to: length).isSuccess }
         let hasher = BodyWriter()
         self.body = hasher
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
@@ -232,6 +236,7 @@ final class Transfer {
             _ = file.seek(to: 0)
         }
         body = nil
+        inlineHasher = nil
         writebackFrom = 0
         offset = 0
         requestedFrom = 0
@@ -398,6 +403,8 @@ final class Transfer {
         } else if case .failure(let error) = file.write(bytes) {
             callbackFailure = Self.writeFailure(error, status: status)
             return 0
+        } else {
+            inlineHasher?.update(bytes)
         }
         offset += UInt64(bytes.count)
         received += UInt64(bytes.count)
@@ -452,8 +459,12 @@ final class Transfer {
             expectedTotal = headers.contentLength.flatMap { UInt64($0) }
         }
         if file == nil, !openFile() { return }
-        if body == nil, hashing || expectedTotal.map({ $0 > offset ? $0 - offset : 0 }) ?? .max >= Self.gatherFrom {
-            body = BodyWriter(hashing: hashing)
+        if body == nil, inlineHasher == nil {
+            if expectedTotal.map({ $0 > offset ? $0 - offset : 0 }) ?? .max >= Self.gatherFrom {
+                body = BodyWriter(hashing: true)
+            } else {
+                inlineHasher = SHA256()
+            }
         }
         // A new version starts: its validators belong to the partial (SPEC §5).
         if status != 206 || partialValidators == Validators() {
@@ -616,9 +627,9 @@ final class Transfer {
             return .failed(TransferFailure(kind: .mismatch, message: "size mismatch: got \(offset) bytes, expected \(size)",
                                            retryAfter: nil, discardPartial: true, httpStatus: status))
         }
-        guard hashing else { return .complete(bytes: offset, validators: partialValidators, sha256: nil) }
-        let digest = SHA256.hex(body.map { $0.finish() } ?? SHA256().finish())
+        let digest = SHA256.hex(body.map { $0.finish() } ?? inlineHasher?.finish() ?? SHA256().finish())
         body = nil
+        inlineHasher = nil
         if let expected = job.resource.sha256, digest != expected {
             return .failed(TransferFailure(kind: .mismatch, message: "sha256 mismatch: got \(digest.prefix(12))…, expected \(expected.prefix(12))…",
                                            retryAfter: nil, discardPartial: true, httpStatus: status))

@@ -11,7 +11,7 @@ enum RunEvent {
     case fresh(ResourceKey)
     case paused(ResourceKey, reason: String, offset: UInt64)
     case retrying(ResourceKey, message: String, after: Int64)
-    case failed(ResourceKey, message: String, retryAt: Int64?)
+    case failed(ResourceKey, message: String, retryAt: Instant?)
 }
 
 /// One active transfer's figures for a progress line.
@@ -51,7 +51,7 @@ final class TransferEngine {
     private let state: StateStore
     private let config: Config
     private let environment: [String: String]
-    private let clock: () -> Int64
+    private let clock: () -> Instant
     private let onEvent: (RunEvent) -> Void
     /// Feeds whose metered bytes count toward their budget.
     private let metered: Bool
@@ -63,7 +63,7 @@ final class TransferEngine {
     /// `meteredUsedToday`: per feed, bytes already moved over metered links today (state.db),
     /// for `metered_budget` when `metered`.
     init(cache: CacheFolder, state: StateStore, config: Config, environment: [String: String], metered: Bool,
-         meteredUsedToday: [String: UInt64] = [:], clock: @escaping () -> Int64, onEvent: @escaping (RunEvent) -> Void) {
+         meteredUsedToday: [String: UInt64] = [:], clock: @escaping () -> Instant, onEvent: @escaping (RunEvent) -> Void) {
         _ = CurlGlobal.initialized
         self.cache = cache
         self.state = state

@@ -56,17 +56,32 @@ public struct ByteSize: Sendable, Hashable, Comparable, CustomStringConvertible 
     /// A short human form: `512B`, `1.5KiB`, `20MiB`, `1.2GiB`.
     public var description: String { Self.format(bytes) }
 
-    /// Formats a byte count with binary units and at most one decimal.
-    public static func format(_ bytes: UInt64) -> String {
+    /// Formats a byte count with binary units and at most `decimals` decimals (trailing
+    /// zeros dropped).
+    public static func format(_ bytes: UInt64, decimals: Int = 1) -> String {
         let steps: [(String, Double)] = [("TiB", 1_099_511_627_776), ("GiB", 1_073_741_824), ("MiB", 1_048_576), ("KiB", 1024)]
+        let scale = Double((0..<decimals).reduce(1) { value, _ in value * 10 })
         for (index, (unit, size)) in steps.enumerated() where Double(bytes) >= size {
             let value = Double(bytes) / size
-            let rounded = (value * 10).rounded() / 10
+            let rounded = (value * scale).rounded() / scale
             if rounded >= 1024, index > 0 { return "1\(steps[index - 1].0)" }
             if rounded == rounded.rounded() { return "\(Int(rounded))\(unit)" }
-            return "\(rounded)\(unit)"
+            var text = String(format: "%.\(decimals)f", rounded)
+            while text.hasSuffix("0") { text.removeLast() }
+            return text + unit
         }
         return "\(bytes)B"
+    }
+
+    /// Two different byte counts formatted so that they read differently: more decimals
+    /// while they look the same, then exact bytes (`1GiB < 1GiB` says nothing).
+    public static func formatApart(_ a: UInt64, _ b: UInt64) -> (String, String) {
+        guard a != b else { return (format(a), format(b)) }
+        for decimals in 1...3 {
+            let pair = (format(a, decimals: decimals), format(b, decimals: decimals))
+            if pair.0 != pair.1 { return pair }
+        }
+        return ("\(a)B", "\(b)B")
     }
 }
 

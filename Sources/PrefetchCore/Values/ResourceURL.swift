@@ -24,6 +24,28 @@ public struct ResourceURL: Sendable, Hashable, CustomStringConvertible {
     /// The origin that connection caps count by: scheme, host and port.
     public var origin: String { "\(scheme)://\(host):\(port)" }
 
+    /// SHA-256 of the URL's identity — scheme, host, port and path, without the query —
+    /// as state.db records it: a changed URL is noticed without storing query values, and
+    /// a change of the query alone is no change (signed URLs rotate their tokens; SPEC §5).
+    public var identityHash: String {
+        var text = origin + path
+        return text.withUTF8 { SHA256.hexDigest(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Whether a hash state.db recorded names this URL: its identity hash (`identity`, when
+    /// the caller has it, else computed), or version 1's mark of the same URL written alike.
+    public func matches(recorded: String, identity: String? = nil) -> Bool {
+        if recorded == (identity.flatMap { $0.isEmpty ? nil : $0 } ?? identityHash) { return true }
+        return recorded.hasPrefix("v1:") && recorded.dropFirst(3) == legacyHash
+    }
+
+    /// The hash state.db version 1 recorded: of the URL as written, query included (only
+    /// to re-key such records; see `StateStore.migrations`).
+    var legacyHash: String {
+        var text = self.text
+        return text.withUTF8 { SHA256.hexDigest(UnsafeRawBufferPointer($0)) }
+    }
+
     /// Parses an absolute http(s) URL. Works on UTF-8 bytes (manifests list many URLs);
     /// error offsets are converted to characters.
     public static func parse(_ text: String) throws(ValueError) -> ResourceURL {

@@ -1,12 +1,12 @@
 /// A manifest time: an RFC 3339 instant, or a bare date meaning midnight in the feed's zone.
 public enum Timestamp: Sendable, Hashable {
-    /// An exact instant, in seconds since the epoch.
-    case instant(Int64)
+    /// An exact instant (fractions of a second kept).
+    case instant(Instant)
     /// A date whose midnight is taken in the feed's zone.
     case localDate(CivilTime)
 
     /// Parses `2026-12-01T00:00:00Z`, `2026-12-01T01:00:00+01:00` (fractions of a second
-    /// are allowed and dropped) or a bare `2026-12-01`.
+    /// are kept to the nanosecond; further digits are dropped) or a bare `2026-12-01`.
     public static func parse(_ text: String) throws(ValueError) -> Timestamp {
         let c = Array(text.utf8)
         func digits(_ range: Range<Int>) -> Int? {
@@ -33,10 +33,16 @@ public enum Timestamp: Sendable, Hashable {
         guard minute < 60 else { throw ValueError("minute \(minute) is out of range", at: 14) }
         guard second < 61 else { throw ValueError("second \(second) is out of range", at: 17) }
         var index = 19
+        var nanoseconds: Int64 = 0
         if index < c.count, c[index] == 46 {
             index += 1
             let start = index
-            while index < c.count, c[index] >= 48, c[index] <= 57 { index += 1 }
+            var scale: Int64 = 100_000_000
+            while index < c.count, c[index] >= 48, c[index] <= 57 {
+                nanoseconds += Int64(c[index] - 48) * scale
+                scale /= 10
+                index += 1
+            }
             if index == start { throw ValueError("expected digits after '.'", at: index) }
         }
         guard index < c.count else {
@@ -54,14 +60,14 @@ public enum Timestamp: Sendable, Hashable {
         }
         guard index == c.count else { throw ValueError("unexpected text after the time", at: index) }
         let civil = CivilTime(year: year, month: month, day: day, hour: hour, minute: minute, second: min(second, 59))
-        return .instant(civil.secondsAsUTC - Int64(offset))
+        return .instant(Instant(seconds: civil.secondsAsUTC - Int64(offset)).advanced(byNanoseconds: nanoseconds))
     }
 
     /// The instant, with a bare date resolved to midnight in `clock`'s zone.
-    public func resolved(in clock: ZoneClock) -> Int64 {
+    public func resolved(in clock: ZoneClock) -> Instant {
         switch self {
-        case .instant(let seconds): return seconds
-        case .localDate(let date): return clock.resolve(date)
+        case .instant(let instant): return instant
+        case .localDate(let date): return Instant(seconds: clock.resolve(date))
         }
     }
 }
