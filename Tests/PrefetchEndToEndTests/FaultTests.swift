@@ -146,15 +146,20 @@ import PrefetchCore
         }
 
         /// Plants what a previous run (or a crash) left: partial bytes and/or a recorded partial.
+        /// `bootID`: the boot the record says wrote it (with the planted file's inode); nil for
+        /// a record as state.db version 1 kept it (trusted to its fsynced offset only).
         func plant(_ path: String, bytes: [UInt8]?, synced: UInt64?, validators: Validators = Validators(),
-                   total: UInt64? = nil, urlHash: String? = nil) throws {
+                   total: UInt64? = nil, urlHash: String? = nil, bootID: String? = nil, inode: UInt64? = nil) throws {
             try FileManager.default.createDirectory(at: cache.appendingPathComponent(".prefetch/partial"), withIntermediateDirectories: true)
             if let bytes { try Data(bytes).write(to: partialURL(path)) }
             if let synced {
                 let store = try StateStore.openForWriting(cache.path + "/.prefetch/state.db")
                 let hash = try urlHash ?? ResourceURL.parse(origin.url("/" + path)).identityHash
+                var info = Glibc.stat()
+                let planted = lstat(partialURL(path).path, &info) == 0 ? UInt64(info.st_ino) : nil
                 try store.recordPartial(ResourceKey(feed: "t", path: path), PartialState(
-                    urlHash: hash, validators: validators, totalLength: total, syncedOffset: synced, updatedAt: 0))
+                    urlHash: hash, validators: validators, totalLength: total, syncedOffset: synced, updatedAt: 0,
+                    bootID: bootID, inode: bootID == nil ? nil : inode ?? planted))
             }
         }
 
@@ -319,9 +324,10 @@ import PrefetchCore
         s.checkInvariant(allowed)
     }
 
-    /// FAULTS 2 and 3: a partial is trusted up to the offset recorded after an fsync. Longer (kill -9
-    /// mid-write) → cut back and resumed; shorter, unrecorded, recorded but missing, or recorded for
-    /// another URL → discarded and started clean.
+    /// FAULTS 2 and 3, for a record of another boot (here: of state.db version 1, which kept no
+    /// boot id): a partial is trusted up to the offset recorded after an fsync. Longer (written
+    /// past it before a power cut) → cut back and resumed; shorter → resumed at its length;
+    /// unrecorded, recorded but missing, or recorded for another URL → discarded and started clean.
     @Test func partialsAreTrustedOnlyUpToTheRecordedOffset() throws {
         let s = try Scenario()
         let names = ["long", "short", "unrecorded", "missing", "otherurl"]
@@ -334,8 +340,8 @@ import PrefetchCore
         // kill -9: 300,000 synced bytes plus 5,000 unsynced garbage past the recorded offset.
         try s.plant("long.bin", bytes: Array(body("long")[0..<300_000]) + Self.bytes(5_000, seed: 99), synced: 300_000,
                     validators: Validators(etag: "\"long\""), total: 1_000_000)
-        // Shorter than recorded: garbage, so resuming it would show in the result.
-        try s.plant("short.bin", bytes: Self.bytes(100_000, seed: 98), synced: 300_000, validators: Validators(etag: "\"short\""))
+        // Shorter than recorded (SPEC §5: resumes at its length).
+        try s.plant("short.bin", bytes: Array(body("short")[0..<100_000]), synced: 300_000, validators: Validators(etag: "\"short\""))
         // Good bytes but no record: cannot be trusted.
         try s.plant("unrecorded.bin", bytes: Array(body("unrecorded")[0..<200_000]), synced: nil)
         // A record without its file.
@@ -351,7 +357,8 @@ import PrefetchCore
         #expect(long.count == 1)
         #expect(long.first?.header("range") == "bytes=300000-")
         #expect(long.first?.header("if-range") == "\"long\"")
-        for name in names.dropFirst() {
+        #expect(s.origin.requests(to: "/short.bin").map { $0.header("range") } == ["bytes=100000-"])
+        for name in names.dropFirst(2) {
             let requests = s.origin.requests(to: "/\(name).bin")
             #expect(requests.count == 1, "\(name)")
             #expect(requests.first?.header("range") == nil, "\(name) resumed a partial it cannot trust")
@@ -1379,6 +1386,12 @@ import PrefetchCore
             n=0; while [ ! -e go ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n+1)); done
             PREFETCH_CLOCK_OFFSET=+2h timeout -s KILL 30 "$BIN" run --json --feeds feeds --cache cache --config /dev/null > run2.out 2> run2.err; echo $? > run2.rc
             cp -a cache snapshot
+            ls -l cache/.prefetch/partial > partials.txt
+            : > ready2
+            n=0; while [ ! -e go2 ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n+1)); done
+            mount -o remount,size=12m cache || exit 96
+            PREFETCH_CLOCK_OFFSET=+2h timeout -s KILL 30 "$BIN" run --json --feeds feeds --cache cache --config /dev/null > run3.out 2> run3.err; echo $? > run3.rc
+            cp -a cache after
             """
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
@@ -1388,7 +1401,12 @@ import PrefetchCore
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        defer { if process.isRunning { try? Data().write(to: s.dir.url.appendingPathComponent("go")); process.waitUntilExit() } }
+        defer {
+            if process.isRunning {
+                for name in ["go", "go2"] { try? Data().write(to: s.dir.url.appendingPathComponent(name)) }
+                process.waitUntilExit()
+            }
+        }
         let ready = s.dir.url.appendingPathComponent("ready")
         for _ in 0..<400 where !FileManager.default.fileExists(atPath: ready.path) && process.isRunning { usleep(50_000) }
         try #require(FileManager.default.fileExists(atPath: ready.path), "the first run inside the namespace did not finish")
@@ -1399,18 +1417,28 @@ import PrefetchCore
         try s.feed(header + "resources:\n  - url: ORIGIN/a.bin\n    priority: high\n  - url: ORIGIN/b.bin\n    priority: low\n"
                    + "  - url: ORIGIN/c.bin\n    priority: low\n")
         try Data().write(to: s.dir.url.appendingPathComponent("go"))
-        process.waitUntilExit()
+        let ready2 = s.dir.url.appendingPathComponent("ready2")
+        for _ in 0..<400 where !FileManager.default.fileExists(atPath: ready2.path) && process.isRunning { usleep(50_000) }
         let out = read("run2.out"), err = read("run2.err")
         #expect(read("run2.rc").hasPrefix("1"), "\(out)\(err)")
         #expect(err.contains("disk full"), "\(err)")
         #expect(out.contains(#""type":"paused","feed":"t","path":"a.bin","reason":"disk full""#), "\(out)")
         #expect(s.origin.requests(to: "/b.bin").isEmpty && s.origin.requests(to: "/c.bin").isEmpty, "the batch went on after disk full")
+        try Data().write(to: s.dir.url.appendingPathComponent("go2"))
+        process.waitUntilExit()
         let snapshot = s.dir.url.appendingPathComponent("snapshot")
         let good = try? Data(contentsOf: snapshot.appendingPathComponent("t/a.bin"))
         #expect(good.map { Self.sha([UInt8]($0)) } == Self.sha(v1), "the previous good file was not kept")
         let state = Self.snapshot(snapshot)
         #expect((state?.resources[ResourceKey(feed: "t", path: "a.bin")]?.failures ?? 0) == 0, "disk full counted as an attempt")
         s.checkInvariant(["t/a.bin": [v1, v2], "t/b.bin": [b], "t/c.bin": [c]], root: snapshot)
+        // With room again, the next run resumes what the full disk left: its record was
+        // committed before the partial held 1 MiB, so it is trusted whole (same boot).
+        #expect(read("run3.rc").hasPrefix("0"), "\(read("run3.out"))\(read("run3.err"))")
+        let resumed = s.origin.requests(to: "/a.bin").last?.header("range")
+        #expect(resumed?.hasPrefix("bytes=") == true && resumed != "bytes=0-", "run 3 started over: \(resumed ?? "no range"); \(read("partials.txt"))")
+        let after = s.dir.url.appendingPathComponent("after")
+        #expect((try? Data(contentsOf: after.appendingPathComponent("t/a.bin"))).map { Self.sha([UInt8]($0)) } == Self.sha(v2))
     }
 
     /// FAULTS 21: readers never see a partial — polled throughout a slow update and a slow first

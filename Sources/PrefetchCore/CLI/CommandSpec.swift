@@ -56,7 +56,8 @@ public enum Commands {
     static let feeds = OptionSpec("--feeds", value: "DIR", "Feeds folder (default: from the config, else /etc/prefetch/feeds).")
     static let cache = OptionSpec("--cache", value: "DIR", "Cache folder (default: from the config, else /var/cache/prefetch).")
     static let assume = OptionSpec("--assume", value: "K=V,...",
-                                   "Override probes: network=metered|unmetered, power=ac|battery, battery=N, free=SIZE.")
+                                   "Override probes: network=metered|unmetered, power=ac|battery, battery=N, free=SIZE\n"
+                                   + "                    (power=ac,battery=N: on the charger, with a level).")
     static let json = OptionSpec("--json", "Print one JSON object per line.")
 
     /// The environment variables a command that plans reads; `transfers`: and one that transfers.
@@ -71,6 +72,8 @@ public enum Commands {
 
                   PREFETCH_TRANSFER_THREADS  Transfer threads, 1 to 64 (default: for 64 transfers or more, one per
                                              core up to 4, each keeping 4 connections and 1 per origin).
+                  PREFETCH_BOOT_ID           This boot's id for partial trust (default: the kernel's); set another
+                                             to rehearse a reboot.
                   http_proxy, https_proxy, no_proxy  Proxies, as curl reads them.
                 """
         }
@@ -83,13 +86,19 @@ public enum Commands {
                     options: [OptionSpec("--dry-run", "Accepted for clarity; plan never transfers."), feeds, cache,
                               OptionSpec("--at", value: "TIME", "Evaluate at TIME: RFC 3339, or HH:MM today in the system's zone."),
                               assume, json, config],
-                    discussion: "Reads feeds and recorded state; never transfers and never writes the cache.\nStates: due, waiting, deferred, fresh, backoff, failed, expired. Exit 0 unless the feeds or options are wrong (2).\n\n"
+                    discussion: "Reads feeds and recorded state; never transfers and never writes the cache.\nStates: due, waiting, deferred, fresh, backoff, failed, expired. Exit 0 unless the feeds or options are wrong (2).\n"
+                        + "A cached copy that no longer matches its entry (sha256, size, or url other than its query) is due at once:\n"
+                        + "reason 'changed'. Times are compared to the nanosecond: refresh: 0s revalidates at every release, and\n"
+                        + "without schedule or window at every run. Cron: a day field that begins with '*' keeps its step\n"
+                        + "(0 12 */2 * 1 is Mondays on odd days of the month, as in Vixie cron).\n\n"
                         + environment(transfers: false),
                     available: true),
         CommandSpec(name: "run", abstract: "Transfer what is due now, verify it and place it in the cache.", arguments: nil,
                     options: [feeds, cache, OptionSpec("--feed", value: "NAME", "Only this feed."), assume, json,
                               OptionSpec("--quiet", "Print only errors, and the summary of a failed run."), config],
-                    discussion: "One pass, as a cron line or a systemd timer calls it. Exit 0 on success, 1 when a transfer failed, 75 when another writer holds the cache.\n\n"
+                    discussion: "One pass, as a cron line or a systemd timer calls it. Exit 0 on success, 1 when a transfer failed, 75 when another writer holds the cache.\n"
+                        + "Partials: within the boot that wrote them, the bytes on disk are trusted whole (a kill -9 loses nothing\n"
+                        + "the kernel accepted); after a reboot only the offset recorded after an fsync.\n\n"
                         + environment(transfers: true),
                     available: true),
         CommandSpec(name: "daemon", abstract: "Run forever, waking for each release, window and retry.", arguments: nil,

@@ -114,11 +114,11 @@ public final class CacheFolder {
         return key.withUTF8 { SHA256.hexDigest(UnsafeRawBufferPointer($0)) } + ".part"
     }
 
-    /// Opens an existing partial for resuming, with its size; nil when there is none.
-    func openPartial(_ name: String) -> (file: FileDescriptor, size: UInt64)? {
+    /// Opens an existing partial for resuming, with its size and inode; nil when there is none.
+    func openPartial(_ name: String) -> (file: FileDescriptor, size: UInt64, inode: UInt64)? {
         guard case .success(let file) = FileDescriptor.open(name, relativeTo: partials, flags: O_RDWR | O_NOFOLLOW),
               case .success(let info) = file.status(), (info.st_mode & S_IFMT) == S_IFREG else { return nil }
-        return (file, UInt64(info.st_size))
+        return (file, UInt64(info.st_size), UInt64(info.st_ino))
     }
 
     /// Creates a partial, empty (replacing any stale one), for a body that starts at byte 0.

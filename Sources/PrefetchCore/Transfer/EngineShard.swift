@@ -10,6 +10,8 @@ final class EngineShard: @unchecked Sendable {
     private let config: Config
     private let environment: [String: String]
     private let clock: () -> Instant
+    /// This boot's id, recorded with every partial.
+    private let bootID: String
     private let multi: CurlMulti
     /// This shard's share of `concurrency` and of `per_host`, and which of `shards` it is
     /// (a feed's `limits.concurrency` is shared out the same way): the shares add up to
@@ -27,8 +29,10 @@ final class EngineShard: @unchecked Sendable {
     private let limiters: [String: RateLimiter]
 
     init(index: Int, of shards: Int, concurrency: Int, perHost: Int, board: RunBoard, cache: CacheFolder, config: Config, environment: [String: String],
-         metered: Bool, allowances: [String: MeteredAllowance], limiters: [String: RateLimiter], clock: @escaping () -> Instant) {
+         metered: Bool, allowances: [String: MeteredAllowance], limiters: [String: RateLimiter], bootID: String,
+         clock: @escaping () -> Instant) {
         self.index = index
+        self.bootID = bootID
         self.shards = shards
         self.concurrency = concurrency
         self.perHost = perHost
@@ -87,8 +91,7 @@ final class EngineShard: @unchecked Sendable {
                       partial.validators == transfer.partialValidators else { continue }
                 transfer.syncedOffset = partial.offset
                 transfer.partialRecorded = true
-                let synced = PartialState(urlHash: transfer.job.urlHash, validators: partial.validators, totalLength: partial.total,
-                                          syncedOffset: partial.offset, updatedAt: clock())
+                let synced = transfer.partialRecord(syncedOffset: partial.offset, validators: partial.validators, total: partial.total, at: clock())
                 record { [key = transfer.job.key] state in try state.recordPartial(key, synced) }
             }
         }
@@ -140,6 +143,7 @@ final class EngineShard: @unchecked Sendable {
             if busySince == nil { busySince = Date() }
             _ = multi.perform()
             finishBatch(completed: multi.completed())
+            recordNewPartials()
             if !allowances.isEmpty {
                 for transfer in Array(active.values) where transfer.pausedForBudget { pause(transfer, reason: "metered budget used") }
             }
@@ -212,8 +216,8 @@ final class EngineShard: @unchecked Sendable {
         let existing = job.partial != nil ? cache.openPartial(name) : nil
         let allowance = allowances[job.feed.name]
         let transfer = Transfer(job: job, easy: idleHandle(bufferSize: Transfer.bufferSize(job, limiter: limiters[job.feed.name])),
-                                partialName: name, existing: existing,
-                                globalCap: config.maxSize.bytes, limiter: limiters[job.feed.name], allowance: allowance, startWriteback: !syncsInline,
+                                partialName: name, existing: existing, globalCap: config.maxSize.bytes, bootID: bootID,
+                                limiter: limiters[job.feed.name], allowance: allowance, startWriteback: !syncsInline,
                                 createFile: { [cache] in cache.createPartial(name) })
         do {
             try transfer.configure(config: config, environment: environment)
@@ -406,8 +410,7 @@ final class EngineShard: @unchecked Sendable {
                 again.notBefore = retryAt
                 // FAULTS 4: the retry keeps the good bytes (curl's --retry throws them away).
                 if let transfer, !failure.discardPartial, transfer.syncedOffset > 0 {
-                    again.partial = PartialState(urlHash: job.urlHash, validators: transfer.partialValidators,
-                                                 totalLength: transfer.expectedTotal, syncedOffset: transfer.syncedOffset, updatedAt: now)
+                    again.partial = transfer.partialRecord(syncedOffset: transfer.syncedOffset, at: now)
                 } else if failure.discardPartial {
                     again.partial = nil
                 }
@@ -465,9 +468,41 @@ final class EngineShard: @unchecked Sendable {
         guard let file = transfer.file, case .success = file.sync() else { return }
         transfer.syncedOffset = written
         transfer.partialRecorded = true
-        let partial = PartialState(urlHash: transfer.job.urlHash, validators: transfer.partialValidators, totalLength: transfer.expectedTotal,
-                                   syncedOffset: transfer.syncedOffset, updatedAt: clock())
+        let partial = transfer.partialRecord(syncedOffset: transfer.syncedOffset, at: clock())
         record { [key = transfer.job.key] state in try state.recordPartial(key, partial) }
+    }
+
+    /// Commits the record of every body that began since the last loop and may come to hold
+    /// 1 MiB (or continues a recorded partial), then lets those paused for it go on: a
+    /// `kill -9` from then on loses nothing the kernel accepted (SPEC §5). One commit for
+    /// all of them; a body that stays small is never waited for. A record that cannot be
+    /// committed fails its transfer (a full disk pauses the run), so no partial grows
+    /// beyond 1 MiB that a later run could not trust.
+    private func recordNewPartials() {
+        let starting = active.values.filter(\.needsRecord)
+        guard !starting.isEmpty else { return }
+        let now = clock()
+        for transfer in starting {
+            transfer.recordRequested = true
+            transfer.partialRecorded = true
+            let partial = transfer.partialRecord(syncedOffset: transfer.syncedOffset, at: now)
+            record { [key = transfer.job.key] state in try state.recordPartial(key, partial) }
+        }
+        let failure = commit(force: true)
+        for transfer in starting {
+            if let failure {
+                multi.remove(transfer.easy)
+                deactivate(transfer)
+                release(transfer, reusable: false)
+                let full = (failure as? SQLiteError)?.code == 13  // SQLITE_FULL
+                fail(transfer.job, TransferFailure(kind: full ? .diskFull : .transient,
+                                                   message: full ? "disk full" : "cannot record the partial in state.db: \(failure)",
+                                                   retryAfter: nil, discardPartial: !full, httpStatus: nil), transfer: transfer)
+            } else {
+                transfer.recordCommitted = true
+                transfer.resumeAfterRecord()
+            }
+        }
     }
 
     /// Counts the bytes a transfer received since it was last counted (run totals, metered budget).
@@ -496,8 +531,11 @@ final class EngineShard: @unchecked Sendable {
     }
 
     /// Passes the writes on; the board commits them when its transaction is due (or now).
-    private func commit(force: Bool) {
-        board.write(writes, force: force)
+    /// Returns why a commit made now failed, if it did.
+    @discardableResult
+    private func commit(force: Bool) -> (any Error)? {
+        let failure = board.write(writes, force: force)
         writes.removeAll(keepingCapacity: true)
+        return failure
     }
 }

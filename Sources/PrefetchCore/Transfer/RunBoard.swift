@@ -204,10 +204,13 @@ final class RunBoard: @unchecked Sendable {
     /// commit, one for the many files that end together, whichever shard ended them. Before
     /// the commit, the folders that received files are fsynced; a crash before it loses only
     /// the records, and the next run fetches or revalidates those files again. Writes that
-    /// fail are reported once; the run goes on (the files are the truth).
-    func write(_ writes: [StateWrite], force: Bool) {
+    /// fail are reported once; the run goes on (the files are the truth). Returns the first
+    /// error of these writes, or of the commit when it was due (nil: all of them landed).
+    @discardableResult
+    func write(_ writes: [StateWrite], force: Bool) -> (any Error)? {
         stateLock.lock()
         defer { stateLock.unlock() }
+        var failure: (any Error)?
         if !writes.isEmpty && !inTransaction {
             do {
                 try state.begin()
@@ -215,17 +218,25 @@ final class RunBoard: @unchecked Sendable {
                 transactionSince = Date()
             } catch {
                 reportStateError(error)
+                failure = failure ?? error
             }
         }
         for write in writes {
             if let folder = write.placedIn { placedFolders[ObjectIdentifier(folder)] = folder }
-            do { try write.body(state) } catch { reportStateError(error) }
+            do { try write.body(state) } catch {
+                reportStateError(error)
+                failure = failure ?? error
+            }
         }
-        guard inTransaction, force || Date().timeIntervalSince(transactionSince) >= Self.commitInterval else { return }
+        guard inTransaction, force || Date().timeIntervalSince(transactionSince) >= Self.commitInterval else { return failure }
         if syncsFolders { for folder in placedFolders.values { _ = folder.sync() } }
         placedFolders = [:]
         inTransaction = false
-        do { try state.commit() } catch { reportStateError(error) }
+        do { try state.commit() } catch {
+            reportStateError(error)
+            failure = failure ?? error
+        }
+        return failure
     }
 
     private func reportStateError(_ error: any Error) {

@@ -130,6 +130,18 @@ final class Transfer {
     var syncedOffset: UInt64 = 0
     /// Whether state.db may hold a partial record for this resource (to clear on success).
     lazy var partialRecorded = job.partial != nil
+    /// This boot's id, recorded with the partial (SPEC §5's partial-trust rule).
+    let bootID: String
+    /// The partial file's inode, once it is open.
+    private(set) var fileInode: UInt64?
+    /// Whether state.db holds the record of the body being received (its validators, this
+    /// boot, this inode): the engine commits it (`needsRecord`) before the file holds 1 MiB
+    /// — or, resuming, before anything is appended — and the write callback pauses until then.
+    var recordCommitted = false
+    /// The engine has taken the record to commit.
+    var recordRequested = false
+    /// Paused by the write callback until the record is committed.
+    private(set) var pausedForRecord = false
     let cap: UInt64
     let capName: String
     private(set) var url: String
@@ -156,9 +168,11 @@ final class Transfer {
 
     /// `existing` is the partial already on disk, opened, with its size: only passed when
     /// state.db records a partial for this resource (nothing else could be resumed).
-    init(job: TransferJob, easy: CurlEasy, partialName: String, existing: (file: FileDescriptor, size: UInt64)?, globalCap: UInt64,
-         limiter: RateLimiter? = nil, allowance: MeteredAllowance? = nil, startWriteback: Bool = false,
+    init(job: TransferJob, easy: CurlEasy, partialName: String, existing: (file: FileDescriptor, size: UInt64, inode: UInt64)?,
+         globalCap: UInt64, bootID: String, limiter: RateLimiter? = nil, allowance: MeteredAllowance? = nil, startWriteback: Bool = false,
          createFile: @escaping () -> Result<FileDescriptor, Errno>) {
+        self.bootID = bootID
+        self.fileInode = existing?.inode
         self.limiter = limiter
         self.allowance = allowance
         self.startWriteback = startWriteback
@@ -178,24 +192,25 @@ final class Transfer {
             cap = globalCap
             capName = "the global max_size \(ByteSize.format(globalCap))"
         }
-        prepareResume(existing: existing?.size)
+        prepareResume(existing: existing.map { ($0.size, $0.inode) })
     }
 
-    /// FAULTS 2, 3, 7, 8: a partial is trusted up to the offset recorded after an fsync,
-    /// resumed with If-Range on a strong ETag (never a weak one), else Last-Modified, else
-    /// only when a sha256 will check the result; anything else restarts from zero.
-    private func prepareResume(existing: UInt64?) {
+    /// FAULTS 2, 3, 7, 8: a partial is trusted as `PartialTrust` says (its whole length in the
+    /// boot that wrote it, else its fsynced offset), resumed with If-Range on a strong ETag
+    /// (never a weak one), else Last-Modified, else only when a sha256 will check the result;
+    /// anything else restarts from zero.
+    private func prepareResume(existing: (size: UInt64, inode: UInt64)?) {
         var resume: UInt64 = 0
-        if let partial = job.partial, partial.urlHash == job.urlHash, let existing, partial.syncedOffset > 0,
-           existing >= partial.syncedOffset {
+        if let partial = job.partial,
+           let trusted = PartialTrust.trustedLength(record: partial, urlHash: job.urlHash, file: existing, bootID: bootID), trusted > 0 {
             if let etag = partial.validators.etag, !etag.hasPrefix("W/") {
                 ifRange = etag
-                resume = partial.syncedOffset
+                resume = trusted
             } else if let lastModified = partial.validators.lastModified {
                 ifRange = lastModified
-                resume = partial.syncedOffset
+                resume = trusted
             } else if job.resource.sha256 != nil {
-                resume = partial.syncedOffset
+                resume = trusted
             }
             if resume > 0 { partialValidators = partial.validators }
         }
@@ -203,12 +218,14 @@ final class Transfer {
             offset = resume
             requestedFrom = resume
             writebackFrom = resume
+            // Durable for certain: what an fsync recorded, not more (the rest is trusted only in this boot).
+            syncedOffset = min(resume, job.partial?.syncedOffset ?? 0)
         } else {
             ifRange = nil
             restartFromZero()
             file = nil  // any old partial is replaced when a body begins
+            syncedOffset = 0
         }
-        syncedOffset = offset
         // Revalidate a cached copy only when not resuming: a 304 is never "complete" for a partial (FAULTS 11).
         conditional = requestedFrom == 0 && job.cachedValidators.map { $0.etag != nil || $0.lastModified != nil } == true
     }
@@ -235,6 +252,7 @@ final class Transfer {
             _ = file.truncate(to: 0)
             _ = file.seek(to: 0)
         }
+        recordCommitted = false
         body = nil
         inlineHasher = nil
         writebackFrom = 0
@@ -324,6 +342,33 @@ final class Transfer {
         easy.unpause()
     }
 
+    /// Lets a transfer paused for its record go on, once the record is committed.
+    func resumeAfterRecord() {
+        guard pausedForRecord else { return }
+        pausedForRecord = false
+        easy.unpause()
+    }
+
+    /// Whether the body being received needs its record committed now: it may come to hold
+    /// 1 MiB, or it continues (or replaces) a partial state.db already knows of.
+    var needsRecord: Bool {
+        guard decided, (200..<300).contains(status), callbackFailure == nil, file != nil, !recordCommitted, !recordRequested else {
+            return false
+        }
+        return bodyIsRecorded
+    }
+
+    /// A body that may come to hold 1 MiB, or that continues or replaces a recorded partial.
+    private var bodyIsRecorded: Bool {
+        requestedFrom > 0 || partialRecorded || (expectedTotal ?? .max) > PartialTrust.recordBefore
+    }
+
+    /// The partial's record with `offset` known durable: validators, this boot, this inode.
+    func partialRecord(syncedOffset offset: UInt64, validators: Validators? = nil, total: UInt64?? = nil, at time: Instant) -> PartialState {
+        PartialState(urlHash: job.urlHash, validators: validators ?? partialValidators, totalLength: total ?? expectedTotal,
+                     syncedOffset: offset, updatedAt: time, bootID: bootID, inode: fileInode)
+    }
+
     private func isSameOrigin(_ text: String) -> Bool {
         if text == job.resource.url.text { return true }  // the first request: no parse
         guard let other = try? ResourceURL.parse(text) else { return false }
@@ -378,6 +423,13 @@ final class Transfer {
         }
         if callbackFailure != nil { return 0 }
         guard (200..<300).contains(status) else { return 0 }  // error pages never land (FAULTS 14)
+        // The record comes first (SPEC §5): before the file holds 1 MiB, and before anything is
+        // appended to a partial resumed. First of the checks, so a chunk handed over again
+        // after this pause is counted once by the others.
+        if !recordCommitted, offset + UInt64(bytes.count) > (requestedFrom > 0 ? requestedFrom : PartialTrust.recordBefore), bodyIsRecorded {
+            pausedForRecord = true  // libcurl keeps these bytes and hands them over again on resume
+            return Int(CURL_WRITEFUNC_PAUSE)
+        }
         if let limiter, !limiter.take(bytes.count) {
             pausedForRate = true  // libcurl keeps these bytes and hands them over again on resume
             return Int(CURL_WRITEFUNC_PAUSE)
@@ -470,6 +522,9 @@ final class Transfer {
         if status != 206 || partialValidators == Validators() {
             partialValidators = Validators(etag: headers.etag, lastModified: headers.lastModified)
         }
+        // A body begins: its record (these validators, this boot) is written before it grows.
+        recordCommitted = false
+        recordRequested = false
     }
 
     /// Creates the partial for a body starting at byte 0 (replacing any stale one).
@@ -477,6 +532,7 @@ final class Transfer {
         switch createFile() {
         case .success(let opened):
             file = opened
+            if case .success(let info) = opened.status() { fileInode = UInt64(info.st_ino) }
             return true
         case .failure(let error):
             let full = error.code == ENOSPC || error.code == EDQUOT

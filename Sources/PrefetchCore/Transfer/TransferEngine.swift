@@ -56,6 +56,8 @@ final class TransferEngine {
     /// Feeds whose metered bytes count toward their budget.
     private let metered: Bool
     private let meteredUsedToday: [String: UInt64]
+    /// This boot's id, recorded with every partial (SPEC §5).
+    private let bootID: String
 
     static let threadsFrom = 64
     static let maxThreads = 4
@@ -65,6 +67,7 @@ final class TransferEngine {
     init(cache: CacheFolder, state: StateStore, config: Config, environment: [String: String], metered: Bool,
          meteredUsedToday: [String: UInt64] = [:], clock: @escaping () -> Instant, onEvent: @escaping (RunEvent) -> Void) {
         _ = CurlGlobal.initialized
+        bootID = BootID.current(environment: environment)
         self.cache = cache
         self.state = state
         self.config = config
@@ -118,7 +121,7 @@ final class TransferEngine {
         let shards = (0..<count).map { index in
             EngineShard(index: index, of: count, concurrency: Self.share(config.concurrency, index, count), perHost: Self.share(config.perHost, index, count),
                         board: board, cache: cache, config: config, environment: environment, metered: metered,
-                        allowances: allowances, limiters: limiters, clock: clock)
+                        allowances: allowances, limiters: limiters, bootID: bootID, clock: clock)
         }
         let stop = UncheckedSendable(stopRequested)
         let done = DispatchGroup()

@@ -155,6 +155,10 @@ final class TestOrigin: @unchecked Sendable {
     /// TCP connections accepted so far.
     var connectionsAccepted: Int { engine.locked { engine.connectionSerial } }
 
+    /// Bytes the origin has written to sockets (heads and bodies) in answer to requests for
+    /// `path` (the query left out): what a client made it send, whether or not it kept them.
+    func bytesSent(to path: String) -> Int { engine.locked { engine.bytesSent[OriginEngine.stripQuery(path)] ?? 0 } }
+
     /// The most connections that were open at the same time.
     var peakOpenConnections: Int { engine.locked { engine.peakOpen } }
 
@@ -190,6 +194,7 @@ private final class OriginEngine: @unchecked Sendable {
     var resources: [String: OriginResource] = [:]
     var faults: [String: [OriginFault]] = [:]
     var recorded: [RecordedRequest] = []
+    var bytesSent: [String: Int] = [:]
     var clients: Set<Int32> = []
     var stopped = false
     var connectionSerial = 0
@@ -333,6 +338,8 @@ private final class OriginConnection {
     let serial: Int
     let engine: OriginEngine
     private var buffer: [UInt8] = []
+    /// The path (no query) of the request being answered, which `sendAll` counts bytes for.
+    private var answering = ""
 
     init(fd: Int32, serial: Int, engine: OriginEngine) {
         self.fd = fd
@@ -371,6 +378,7 @@ private final class OriginConnection {
             let recordedRequest = RecordedRequest(method: request.method, path: request.target,
                                                   headers: request.headers, connection: serial)
             let (fault, resource) = engine.record(recordedRequest)
+            answering = OriginEngine.stripQuery(request.target)
             let keepAlive = respond(to: request, fault: fault, resource: resource, close: close)
             engine.finished()
             if !keepAlive { return }
@@ -674,6 +682,7 @@ private final class OriginConnection {
             if sent > 0 {
                 offset += sent
                 lastProgress = Date()
+                engine.locked { engine.bytesSent[answering, default: 0] += sent }
                 continue
             }
             if sent < 0, errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK {
