@@ -40,11 +40,100 @@ import Testing
         let pruned = try Self.feed("prune: true\nresources:\n  - url: https://e.com/keep.bin\n")
         let removals = GarbageCollector.collect(feeds: [pruned], cache: folder.path, now: 0)
         #expect(removals.map(\.path).sorted() == ["f/link", "f/sub/stray.bin"])
-        #expect(GarbageCollector.apply(removals, cache: folder.path).isEmpty)
+        #expect(GarbageCollector.apply(removals).isEmpty)
         #expect(FileManager.default.fileExists(atPath: "/etc/passwd"))  // the link went, not its target
         #expect(!FileManager.default.fileExists(atPath: folder.path + "/f/sub"))  // emptied folders go too
         #expect(FileManager.default.fileExists(atPath: folder.path + "/other/x.bin"))
         let unpruned = try Self.feed("resources:\n  - url: https://e.com/keep.bin\n")
         #expect(GarbageCollector.collect(feeds: [unpruned], cache: folder.path, now: 0).isEmpty)
+    }
+
+    /// The bug a user found: a resource's folder replaced by a symlink to a folder outside
+    /// the cache, the resource expired, `gc` removed the file out there. Walking by folder
+    /// descriptor, the symlink is never followed.
+    @Test func anExpiredFileBehindASymlinkedFolderIsNeverReached() throws {
+        let folder = try TemporaryFolderForUnitTests()
+        let outside = try TemporaryFolderForUnitTests()
+        try FileManager.default.createDirectory(atPath: folder.path + "/g", withIntermediateDirectories: true)
+        outside.write("x.bin", "not prefetch's")
+        try FileManager.default.createSymbolicLink(atPath: folder.path + "/g/sub", withDestinationPath: outside.path)
+        let feed = try Self.feed("name: g\nresources:\n  - url: https://e.com/x.bin\n    path: sub/x.bin\n    expires: 2020-01-01T00:00:00Z\n")
+        let removals = GarbageCollector.collect(feeds: [feed], cache: folder.path, now: Instant.now())
+        #expect(removals.isEmpty, "\(removals.map(\.path))")
+        #expect(GarbageCollector.apply(removals).isEmpty)
+        #expect(FileManager.default.fileExists(atPath: outside.path + "/x.bin"))
+    }
+
+    /// A hostile cache, generated: for seeded random trees of listed, unlisted and expired
+    /// files, symlinks planted at random places (a feed's folder, a folder on the way, a
+    /// file, the partials folder) point into a decoy folder holding files of the same names.
+    /// After `gc`, the decoy is exactly as it was, and nothing but the links themselves, and
+    /// the files gc was meant to remove, is gone from the cache.
+    @Test func aHostileCacheNeverLetsGCReachOutside() throws {
+        let seed: UInt64 = UInt64(ProcessInfo.processInfo.environment["PREFETCH_GC_SEED"] ?? "") ?? 71
+        var random = SplitMix64(seed: seed)
+        for round in 0..<40 {
+            let cache = try TemporaryFolderForUnitTests()
+            let decoy = try TemporaryFolderForUnitTests()
+            var yaml = "name: f\nprune: true\nresources:\n"
+            var decoyFiles: Set<String> = []
+            var expectedGone: Set<String> = []
+            var expectedKept: Set<String> = []
+            for index in 0..<6 {
+                let depth = Int(random.next() % 3)
+                let dirs = (0..<depth).map { "d\($0)" }
+                let path = (dirs + ["r\(index).bin"]).joined(separator: "/")
+                let kind = random.next() % 3  // 0 listed, 1 listed and expired, 2 unlisted
+                if kind != 2 {
+                    yaml += "  - url: https://e.com/r\(index).bin\n    path: \(path)\n"
+                    if kind == 1 { yaml += "    expires: 2020-01-01T00:00:00Z\n" }
+                }
+                try FileManager.default.createDirectory(atPath: cache.path + "/f/" + dirs.joined(separator: "/"), withIntermediateDirectories: true)
+                cache.write("f/" + path, "cached \(index)")
+                if kind == 0 { expectedKept.insert(path) } else { expectedGone.insert(path) }
+                // The decoy mirrors the path, so a followed link would find a file to remove.
+                try FileManager.default.createDirectory(atPath: decoy.path + "/" + dirs.joined(separator: "/"), withIntermediateDirectories: true)
+                decoy.write(path, "outside \(index)")
+                decoyFiles.insert(path)
+                decoy.write("r\(index).bin", "outside top \(index)")
+                decoyFiles.insert("r\(index).bin")
+            }
+            // Plant links: replace a folder on the way, add a link as a file, or link the partials.
+            var links: [String] = []
+            for _ in 0..<(1 + Int(random.next() % 3)) {
+                switch random.next() % 4 {
+                case 0:  // a folder on the way becomes a symlink into the decoy
+                    let target = "f/d0"
+                    guard FileManager.default.fileExists(atPath: cache.path + "/" + target) else { continue }
+                    try FileManager.default.removeItem(atPath: cache.path + "/" + target)
+                    try FileManager.default.createSymbolicLink(atPath: cache.path + "/" + target, withDestinationPath: decoy.path + "/d0")
+                    links.append(target)
+                    for p in expectedGone.union(expectedKept) where p.hasPrefix("d0/") { expectedGone.remove(p); expectedKept.remove(p) }
+                case 1:  // a link as a file, named like a listed one
+                    let name = "f/link\(links.count).bin"
+                    try FileManager.default.createSymbolicLink(atPath: cache.path + "/" + name, withDestinationPath: decoy.path + "/r0.bin")
+                    links.append(name)
+                case 2:  // the partials folder is a link
+                    try? FileManager.default.createDirectory(atPath: cache.path + "/.prefetch", withIntermediateDirectories: true)
+                    try? FileManager.default.removeItem(atPath: cache.path + "/.prefetch/partial")
+                    try FileManager.default.createSymbolicLink(atPath: cache.path + "/.prefetch/partial", withDestinationPath: decoy.path)
+                    decoy.write("orphan.part", "a partial's name")
+                    decoyFiles.insert("orphan.part")
+                default:  // a second feed's folder is a link
+                    try? FileManager.default.createSymbolicLink(atPath: cache.path + "/h", withDestinationPath: decoy.path)
+                }
+            }
+            let before = Dictionary(uniqueKeysWithValues: decoyFiles.map { ($0, try? Data(contentsOf: URL(fileURLWithPath: decoy.path + "/" + $0))) })
+            let feeds = [try Self.feed(yaml), try Self.feed("name: h\nprune: true\nresources:\n  - url: https://e.com/r0.bin\n    expires: 2020-01-01T00:00:00Z\n")]
+            let removals = GarbageCollector.collect(feeds: feeds, cache: cache.path, now: Instant.now())
+            let failures = GarbageCollector.apply(removals)
+            #expect(failures.isEmpty, "seed \(seed) round \(round): \(failures.map { $0.0.path })")
+            for file in decoyFiles {
+                let now = try? Data(contentsOf: URL(fileURLWithPath: decoy.path + "/" + file))
+                #expect(now != nil && now == before[file] ?? nil, "seed \(seed) round \(round): gc touched \(decoy.path)/\(file) outside the cache")
+            }
+            for path in expectedGone { #expect(!FileManager.default.fileExists(atPath: cache.path + "/f/" + path), "seed \(seed) round \(round): \(path) stayed") }
+            for path in expectedKept { #expect(FileManager.default.fileExists(atPath: cache.path + "/f/" + path), "seed \(seed) round \(round): \(path) went") }
+        }
     }
 }

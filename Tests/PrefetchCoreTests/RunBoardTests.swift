@@ -145,7 +145,7 @@ import Testing
         func recorded() throws -> Bool {
             try StateStore.openReadOnly(folder.path + "/state.db")?.snapshot().resources[key] != nil
         }
-        board.write([RunBoard.StateWrite(placedIn: nil) { state in
+        board.write([RunBoard.StateWrite(placedIn: []) { state in
             try state.recordValidated(key, urlHash: "h", validators: Validators(), length: 1, sha256: nil, placed: true, at: 1)
         }], force: false)
         #expect(try !recorded(), "committed at once: no group commit")

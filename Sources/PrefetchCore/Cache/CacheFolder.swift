@@ -14,7 +14,9 @@ public final class CacheFolder {
     /// Its folder is reached as `place` reaches it, and kept in `folders` the same way.
     func finalSize(feed: String, path: String, folders: inout [String: FileDescriptor]) -> UInt64? {
         let final = FinalPath(feed: feed, path: path)
-        guard case .success(let folder) = self.folder(of: final, create: false, reopen: false, folders: &folders) else { return nil }
+        var none: [FileDescriptor] = []
+        guard case .success(let folder) = self.folder(of: final, create: false, reopen: false, folders: &folders,
+                                                      createdIn: &none) else { return nil }
         var info = stat()
         guard fstatat(folder.raw, final.leaf, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         return UInt64(info.st_size)
@@ -42,11 +44,12 @@ public final class CacheFolder {
     }
 
     /// The folder of `final`: from `folders` unless `reopen`, else opened below the root without
-    /// following any symlink (and created when `create`), and kept in `folders`.
-    private func folder(of final: FinalPath, create: Bool, reopen: Bool,
-                        folders: inout [String: FileDescriptor]) -> Result<FileDescriptor, SafePathError> {
+    /// following any symlink (and created when `create`, each folder in which one was made
+    /// added to `createdIn`), and kept in `folders`.
+    private func folder(of final: FinalPath, create: Bool, reopen: Bool, folders: inout [String: FileDescriptor],
+                        createdIn: inout [FileDescriptor]) -> Result<FileDescriptor, SafePathError> {
         if !reopen, let known = folders[final.key] { return .success(known) }
-        let opened = SafePath.openFolders(final.folders, below: root, create: create)
+        let opened = SafePath.openFolders(final.folders, below: root, create: create, createdIn: &createdIn)
         if case .success(let folder) = opened { folders[final.key] = folder }
         return opened
     }
@@ -132,28 +135,40 @@ public final class CacheFolder {
 
     /// Names of every partial on disk.
     func partialNames() -> [String] {
-        guard case .success(let names) = FileSystem.listDirectory(path + "/.prefetch/partial") else { return [] }
-        return names.filter { $0.hasSuffix(".part") }
+        FileSystem.entries(in: partials).map(\.name).filter { $0.hasSuffix(".part") }
+    }
+
+    /// Moves state.db (and its `-wal`, `-shm`) aside as `state.db.unreadable-<seconds>`,
+    /// inside `.prefetch/` as opened, never through a path string: a writer that cannot read
+    /// the state rebuilds it (SPEC §5). Returns the name it was moved to.
+    func moveStateAside(at seconds: Int64) -> Result<String, Errno> {
+        let aside = "state.db.unreadable-\(seconds)"
+        let moved = FileSystem.rename("state.db", in: meta, to: aside, in: meta)
+        for side in ["state.db-wal", "state.db-shm"] { _ = FileSystem.remove(side, in: meta) }
+        return moved.map { aside }
     }
 
     /// Moves a complete, fsynced partial to `CACHE/<feed>/<path>` with one rename. Folders
     /// on the way are created (0755); a symlink on the way fails the placement and nothing
-    /// is written outside the feed's folder. Returns the folder, which the caller fsyncs
-    /// (once per batch of files) before recording the placement.
+    /// is written outside the feed's folder. Returns the folder and the folders in which a
+    /// folder was created on the way (`a/` for `a/b/`, and `CACHE/<feed>/` for `a/`): the
+    /// caller fsyncs them all (once per batch of files) before recording the placement, so
+    /// after a power cut the file cannot vanish while state.db says it is placed.
     ///
     /// `folders` keeps the folders opened so far (by `feed/sub/folder`), so a run opens each
     /// one once rather than once per file; an entry whose folder was removed meanwhile is
     /// opened again.
     func place(partial name: String, feed: String, path: String,
-               folders: inout [String: FileDescriptor]) -> Result<FileDescriptor, CacheError> {
+               folders: inout [String: FileDescriptor]) -> Result<(folder: FileDescriptor, createdIn: [FileDescriptor]), CacheError> {
         let final = FinalPath(feed: feed, path: path)
+        var createdIn: [FileDescriptor] = []
         for attempt in 0..<2 {
             let folder: FileDescriptor
-            switch self.folder(of: final, create: true, reopen: attempt > 0, folders: &folders) {
+            switch self.folder(of: final, create: true, reopen: attempt > 0, folders: &folders, createdIn: &createdIn) {
             case .success(let opened): folder = opened
             case .failure(let error): return .failure(.unsafePath(error.description))
             }
-            if renameat(partials.raw, name, folder.raw, final.leaf) == 0 { return .success(folder) }
+            if renameat(partials.raw, name, folder.raw, final.leaf) == 0 { return .success((folder, createdIn)) }
             let error = Errno.current
             if error.code == ENOENT, attempt == 0 { continue }  // folder gone: reopen
             if error.code == EISDIR || error.code == ENOTEMPTY || error.code == EEXIST {

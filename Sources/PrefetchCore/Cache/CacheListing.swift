@@ -31,4 +31,15 @@ enum CacheListing {
         }
         return present
     }
+
+    /// The size of the regular file `feed/path` below the opened cache root, reached without
+    /// following any symlink; nil when there is none.
+    static func size(feed: String, path: String, below root: FileDescriptor) -> UInt64? {
+        let slash = path.lastSlash
+        let leaf = slash.map { path.suffix(afterSlash: $0) } ?? path
+        let components = [Substring(feed)] + (slash.map { path[..<$0].split(separator: "/") } ?? [])
+        guard case .success(let folder) = SafePath.openFolders(components, below: root, create: false),
+              case .success(let info) = FileSystem.status(of: leaf, in: folder), (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return UInt64(info.st_size)
+    }
 }

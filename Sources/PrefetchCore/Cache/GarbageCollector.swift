@@ -2,14 +2,26 @@ import Foundation
 
 /// Finds what `gc` removes (SPEC §2, §5): expired files, unlisted files of feeds with
 /// `prune`, and abandoned partials (resource no longer listed, or untouched for 7 days).
-/// It only ever looks inside `CACHE/<feed>/` of listed feeds and `CACHE/.prefetch/partial/`.
+///
+/// It only ever looks inside `CACHE/<feed>/` of listed feeds and `CACHE/.prefetch/partial/`,
+/// and never through a symlink, by construction: every folder is opened below the one
+/// before it with `O_NOFOLLOW`, starting at the cache's root, and every removal is an
+/// `unlinkat` in the folder it was found in. A symlink planted in the cache is at most
+/// removed itself (by `prune`), never followed: nothing outside `CACHE/<feed>/` is touched.
 public enum GarbageCollector {
-    /// One thing to remove, relative to the cache folder.
-    public struct Removal: Sendable, Equatable {
+    /// One thing to remove, and where it was found.
+    public struct Removal: @unchecked Sendable {
+        /// Relative to the cache folder, for people.
         public var path: String
         public var reason: String
         /// The resource it belonged to, when it was one.
         public var key: ResourceKey?
+        /// The folder that holds it, opened without following any symlink, and its name there.
+        let folder: FileDescriptor
+        let name: String
+        /// The folders from the feed's folder down to `folder` with their names, deepest
+        /// last: each is removed once the removals leave it empty (never the feed's own).
+        let above: [(parent: FileDescriptor, name: String, folder: FileDescriptor)]
     }
 
     public static let abandonedAfter: Int64 = 7 * 86_400
@@ -20,87 +32,112 @@ public enum GarbageCollector {
     /// cleans up one feed but keeps every loaded feed's partials).
     public static func collect(feeds: [Feed], cache: String, now: Instant, realNow: Instant = Clock.realNow(),
                                partialsOf owners: [Feed]? = nil) -> [Removal] {
+        // The cache's root itself may be a symlink (the operator's choice); nothing below it is followed.
+        guard case .success(let root) = FileDescriptor.open(cache, flags: O_RDONLY | O_DIRECTORY) else { return [] }
         var removals: [Removal] = []
-        let root = cache.hasSuffix("/") ? String(cache.dropLast()) : cache
-        let partials: [String]
-        if case .success(let names) = FileSystem.listDirectory(root + "/.prefetch/partial") {
-            partials = names.filter { $0.hasSuffix(".part") }
-        } else {
-            partials = []
-        }
-        var partialOwners = Set<String>()  // partial names are hashes: computed only when there are partials
-        if let owners, !partials.isEmpty {
-            for feed in owners {
-                for resource in feed.resources { partialOwners.insert(CacheFolder.partialName(feed: feed.name, path: resource.path)) }
-            }
-        }
         for feed in feeds {
+            guard case .success(let feedFolder) = SafePath.openFolders([Substring(feed.name)], below: root, create: false) else {
+                continue  // missing, or a symlink: nothing of it is touched
+            }
             var listed = Set<String>()
             for resource in feed.resources {
                 if feed.prune { listed.insert(resource.path) }
-                if !partials.isEmpty && owners == nil { partialOwners.insert(CacheFolder.partialName(feed: feed.name, path: resource.path)) }
                 if let expires = resource.expires, expires <= now,
-                   FileSystem.isRegularFileNoFollow(root + "/" + feed.name + "/" + resource.path) {
-                    removals.append(Removal(path: feed.name + "/" + resource.path, reason: "expired",
-                                            key: ResourceKey(feed: feed.name, path: resource.path)))
+                   let removal = expired(resource, of: feed, in: feedFolder) {
+                    removals.append(removal)
                 }
             }
-            if feed.prune {
-                for file in filesBelow(root + "/" + feed.name) where !listed.contains(file) {
-                    removals.append(Removal(path: feed.name + "/" + file, reason: "no longer listed", key: nil))
+            if feed.prune { prune(feedFolder, feed: feed.name, keeping: listed, into: &removals) }
+        }
+        removals += abandonedPartials(below: root, feeds: owners ?? feeds, realNow: realNow)
+        return removals
+    }
+
+    /// The expired resource's file, when it is a regular file reached without a symlink.
+    private static func expired(_ resource: Resource, of feed: Feed, in feedFolder: FileDescriptor) -> Removal? {
+        let path = resource.path
+        let slash = path.lastSlash
+        let leaf = slash.map { path.suffix(afterSlash: $0) } ?? path
+        let components = slash.map { path[..<$0].split(separator: "/") } ?? []
+        var created: [FileDescriptor] = []
+        var chain: [FileDescriptor] = []
+        guard case .success(let folder) = SafePath.openChain(components, below: feedFolder, create: false,
+                                                            createdIn: &created, chain: &chain),
+              case .success(let info) = FileSystem.status(of: leaf, in: folder), (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        var above: [(parent: FileDescriptor, name: String, folder: FileDescriptor)] = []
+        var parent = feedFolder
+        for (name, opened) in zip(components, chain) {
+            above.append((parent, String(name), opened))
+            parent = opened
+        }
+        return Removal(path: feed.name + "/" + path, reason: "expired", key: ResourceKey(feed: feed.name, path: path),
+                       folder: folder, name: leaf, above: above)
+    }
+
+    /// Every entry below the feed's folder that is not a listed file: regular files, symlinks
+    /// (the link itself) and anything else; folders are walked, by descriptor.
+    private static func prune(_ feedFolder: FileDescriptor, feed: String, keeping listed: Set<String>, into removals: inout [Removal]) {
+        func walk(_ folder: FileDescriptor, _ relative: String, _ above: [(parent: FileDescriptor, name: String, folder: FileDescriptor)]) {
+            for entry in FileSystem.entries(in: folder) {
+                let child = relative.isEmpty ? entry.name : relative + "/" + entry.name
+                if entry.kind == .directory {
+                    // Opened without following: a folder swapped for a symlink since the listing is skipped.
+                    guard case .success(let sub) = FileDescriptor.open(entry.name, relativeTo: folder,
+                                                                       flags: O_RDONLY | O_DIRECTORY | O_NOFOLLOW) else { continue }
+                    walk(sub, child, above + [(folder, entry.name, sub)])
+                } else if !listed.contains(child) {
+                    removals.append(Removal(path: feed + "/" + child, reason: "no longer listed", key: nil,
+                                            folder: folder, name: entry.name, above: above))
                 }
             }
         }
-        for name in partials {
-            var info = stat()
-            guard lstat(root + "/.prefetch/partial/" + name, &info) == 0 else { continue }
-            if !partialOwners.contains(name) {
-                removals.append(Removal(path: ".prefetch/partial/" + name, reason: "partial of a resource no longer listed", key: nil))
+        walk(feedFolder, "", [])
+    }
+
+    /// Partials of resources no longer listed, or untouched for 7 days.
+    private static func abandonedPartials(below root: FileDescriptor, feeds: [Feed], realNow: Instant) -> [Removal] {
+        guard case .success(let partials) = SafePath.openFolders([".prefetch", "partial"], below: root, create: false) else { return [] }
+        let names = FileSystem.entries(in: partials).filter { $0.name.hasSuffix(".part") }
+        guard !names.isEmpty else { return [] }
+        var owned = Set<String>()  // partial names are hashes: computed only when there are partials
+        for feed in feeds {
+            for resource in feed.resources { owned.insert(CacheFolder.partialName(feed: feed.name, path: resource.path)) }
+        }
+        var removals: [Removal] = []
+        for entry in names {
+            guard case .success(let info) = FileSystem.status(of: entry.name, in: partials) else { continue }
+            let reason: String
+            if !owned.contains(entry.name) {
+                reason = "partial of a resource no longer listed"
             } else if realNow.seconds - Int64(info.st_mtim.tv_sec) > abandonedAfter {
-                removals.append(Removal(path: ".prefetch/partial/" + name, reason: "partial untouched for 7 days", key: nil))
+                reason = "partial untouched for 7 days"
+            } else {
+                continue
             }
+            removals.append(Removal(path: ".prefetch/partial/" + entry.name, reason: reason, key: nil,
+                                    folder: partials, name: entry.name, above: []))
         }
         return removals
     }
 
-    /// Regular files and symlinks below `folder`, relative to it; symlinks are never followed.
-    static func filesBelow(_ folder: String) -> [String] {
-        var out: [String] = []
-        func walk(_ relative: String) {
-            guard case .success(let names) = FileSystem.listDirectory(relative.isEmpty ? folder : folder + "/" + relative) else { return }
-            for name in names {
-                let child = relative.isEmpty ? name : relative + "/" + name
-                var info = stat()
-                guard lstat(folder + "/" + child, &info) == 0 else { continue }
-                switch info.st_mode & S_IFMT {
-                case S_IFDIR: walk(child)
-                default: out.append(child)
-                }
-            }
-        }
-        walk("")
-        return out
-    }
-
-    /// Removes what `collect` found, then folders left empty inside the feeds' folders.
-    /// Returns what could not be removed.
-    public static func apply(_ removals: [Removal], cache: String) -> [(Removal, Errno)] {
-        let root = cache.hasSuffix("/") ? String(cache.dropLast()) : cache
+    /// Removes what `collect` found, each in the folder it was found in, then the folders
+    /// the removals left empty inside the feeds' folders. Returns what could not be removed.
+    public static func apply(_ removals: [Removal]) -> [(Removal, Errno)] {
         var failed: [(Removal, Errno)] = []
-        var folders = Set<String>()
+        var emptied: [(depth: Int, parent: FileDescriptor, name: String, folder: FileDescriptor)] = []
+        var seen = Set<ObjectIdentifier>()
         for removal in removals {
-            if unlink(root + "/" + removal.path) != 0, errno != ENOENT {
-                failed.append((removal, .current))
+            if case .failure(let error) = FileSystem.remove(removal.name, in: removal.folder), error.code != ENOENT {
+                failed.append((removal, error))
                 continue
             }
-            var parent = Substring(removal.path)
-            while let slash = parent.lastSlash {
-                parent = parent[..<slash]
-                if parent.contains("/") { folders.insert(String(parent)) }  // never a feed's own folder
+            for (depth, step) in removal.above.enumerated() where seen.insert(ObjectIdentifier(step.folder)).inserted {
+                emptied.append((depth, step.parent, step.name, step.folder))
             }
         }
-        for folder in folders.sorted(by: { $0.count > $1.count }) where !folder.hasPrefix(".prefetch") {
-            rmdir(root + "/" + folder)  // fails harmlessly unless empty
+        // Deepest first; a folder that is not empty stays (the removal fails harmlessly).
+        for step in emptied.sorted(by: { $0.depth > $1.depth }) {
+            _ = FileSystem.remove(step.name, in: step.parent, folder: true)
         }
         return failed
     }

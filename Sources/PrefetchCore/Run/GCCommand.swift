@@ -39,7 +39,7 @@ enum GCCommand {
         }
         var code = ExitCode.success
         if !dryRun {
-            for (removal, error) in GarbageCollector.apply(removals, cache: config.cache) {
+            for (removal, error) in GarbageCollector.apply(removals) {
                 context.console.err("prefetch: error: cannot remove \(removal.path): \(error)\n")
                 code = .failure
             }

@@ -59,11 +59,13 @@ enum RunCommand {
             _ = try store.snapshot()
             return store
         } catch {
-            let aside = path + ".unreadable-\(Clock.realNow().seconds)"
-            console.err("prefetch: warning: \(path) cannot be read (\(error)); moved to \(aside) and rebuilt\n")
-            rename(path, aside)
-            unlink(path + "-wal")
-            unlink(path + "-shm")
+            switch cache.moveStateAside(at: Clock.realNow().seconds) {
+            case .success(let aside):
+                console.err("prefetch: warning: \(path) cannot be read (\(error)); moved to \(cache.path)/.prefetch/\(aside) and rebuilt\n")
+            case .failure(let moveError):
+                console.err("prefetch: error: \(path) cannot be read (\(error)) nor moved aside (\(moveError))\n")
+                return nil
+            }
             for name in cache.partialNames() { cache.removePartial(name) }
             do {
                 return try StateStore.openForWriting(path)

@@ -126,7 +126,7 @@ struct RunPass {
         }
         if !stopRequested() {
             let removals = GarbageCollector.collect(feeds: feeds, cache: config.cache, now: clock(), partialsOf: allFeeds)
-            for (removal, error) in GarbageCollector.apply(removals, cache: config.cache) {
+            for (removal, error) in GarbageCollector.apply(removals) {
                 console.err("prefetch: warning: cannot remove \(removal.path): \(error)\n")
             }
             for removal in removals { if let key = removal.key { try? state.deleteResource(key) } }

@@ -12,6 +12,7 @@ enum StatusCommand {
                                           conditions: ConditionProbes().snapshot(config: config, cache: config.cache), now: now,
                                           machineID: MachineID.find(environment: context.environment, config: config)))
         let json = context.arguments.flags.contains("--json")
+        let root = FileDescriptor.open(config.cache, flags: O_RDONLY | O_DIRECTORY)
         var out = ""
         for (feed, feedPlan) in zip(feeds, plan.feeds) {
             var files = 0
@@ -24,7 +25,7 @@ enum StatusCommand {
                 let state = snapshot.resources[key]
                 if cached.contains(key) {
                     files += 1
-                    bytes += state?.length ?? fileSize(config.cache + "/" + feed.name + "/" + resource.path)
+                    bytes += state?.length ?? (try? root.get()).flatMap { CacheListing.size(feed: feed.name, path: resource.path, below: $0) } ?? 0
                 }
                 if let partial = state?.partial { partials.append((resource.path, partial.syncedOffset, partial.totalLength)) }
                 if let error = state?.lastError, state?.failures ?? 0 > 0 || state?.permanentFailure == true {
@@ -64,10 +65,6 @@ enum StatusCommand {
         return .success
     }
 
-    private static func fileSize(_ path: String) -> UInt64 {
-        var info = stat()
-        return lstat(path, &info) == 0 ? UInt64(info.st_size) : 0
-    }
 }
 
 import Foundation

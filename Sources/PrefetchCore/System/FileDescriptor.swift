@@ -89,6 +89,23 @@ public enum SafePath {
     /// file is not followed".
     public static func openFolders(_ components: [Substring], below root: FileDescriptor,
                                    create: Bool) -> Result<FileDescriptor, SafePathError> {
+        var created: [FileDescriptor] = []
+        return openFolders(components, below: root, create: create, createdIn: &created)
+    }
+
+    /// The same, adding to `createdIn` each folder in which a new folder was made: its entry
+    /// is durable only once that folder is fsynced (the placement's caller does so before it
+    /// records a file below).
+    public static func openFolders(_ components: [Substring], below root: FileDescriptor, create: Bool,
+                                   createdIn: inout [FileDescriptor]) -> Result<FileDescriptor, SafePathError> {
+        var chain: [FileDescriptor] = []
+        return openChain(components, below: root, create: create, createdIn: &createdIn, chain: &chain)
+    }
+
+    /// The same, keeping every folder opened on the way in `chain` (from the first
+    /// component's down to the last's).
+    public static func openChain(_ components: [Substring], below root: FileDescriptor, create: Bool,
+                                 createdIn: inout [FileDescriptor], chain: inout [FileDescriptor]) -> Result<FileDescriptor, SafePathError> {
         var current = root
         var walked = ""
         for component in components {
@@ -96,11 +113,14 @@ public enum SafePath {
             let name = String(component)
             var opened = FileDescriptor.open(name, relativeTo: current, flags: O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
             if case .failure(let error) = opened, error.code == ENOENT, create {
-                if mkdirat(current.raw, name, 0o755) != 0, errno != EEXIST {
-                    return .failure(.system(walked, Errno.current))
+                if mkdirat(current.raw, name, 0o755) != 0 {
+                    if errno != EEXIST { return .failure(.system(walked, Errno.current)) }
+                } else if !createdIn.contains(where: { $0 === current }) {
+                    createdIn.append(current)
                 }
                 opened = FileDescriptor.open(name, relativeTo: current, flags: O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
             }
+            if case .success(let folder) = opened { chain.append(folder) }
             switch opened {
             case .success(let folder): current = folder
             case .failure(let error) where error.code == ELOOP || error.code == ENOTDIR:

@@ -109,6 +109,54 @@ public enum FileSystem {
         return files
     }
 
+    /// Every entry directly in an opened folder, with its kind as the entry says it (symlinks
+    /// are `.other`, never followed), sorted bytewise; one `getdents` stream, an `fstatat`
+    /// only where the filesystem gives no type.
+    public static func entries(in folder: FileDescriptor) -> [(name: String, kind: FileKind)] {
+        var out: [(name: String, kind: FileKind)] = []
+        let copy = dup(folder.raw)
+        guard copy >= 0 else { return out }
+        guard let dir = fdopendir(copy) else { close(copy); return out }
+        defer { closedir(dir) }
+        rewinddir(dir)  // the duplicate shares the folder's offset: start from the beginning
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
+            }
+            guard name != ".", name != ".." else { continue }
+            var type = entry.pointee.d_type
+            if type == UInt8(DT_UNKNOWN) {
+                var info = stat()
+                guard fstatat(folder.raw, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
+                switch info.st_mode & S_IFMT {
+                case S_IFDIR: type = UInt8(DT_DIR)
+                case S_IFREG: type = UInt8(DT_REG)
+                default: type = UInt8(DT_LNK)
+                }
+            }
+            out.append((name, type == UInt8(DT_DIR) ? .directory : type == UInt8(DT_REG) ? .regular : .other))
+        }
+        out.sort { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }
+        return out
+    }
+
+    /// `fstatat` of `name` in `folder`, never following a symlink.
+    public static func status(of name: String, in folder: FileDescriptor) -> Result<stat, Errno> {
+        var info = stat()
+        return fstatat(folder.raw, name, &info, AT_SYMLINK_NOFOLLOW) == 0 ? .success(info) : .failure(.current)
+    }
+
+    /// `unlinkat`: removes the file (or, with `folder: true`, the empty folder) `name` in
+    /// `parent`; a symlink is removed itself, never its target.
+    public static func remove(_ name: String, in parent: FileDescriptor, folder: Bool = false) -> Result<Void, Errno> {
+        unlinkat(parent.raw, name, folder ? AT_REMOVEDIR : 0) == 0 ? .success(()) : .failure(.current)
+    }
+
+    /// `renameat`: moves `name` in `from` to `newName` in `to` (atomic on one filesystem).
+    public static func rename(_ name: String, in from: FileDescriptor, to newName: String, in to: FileDescriptor) -> Result<Void, Errno> {
+        renameat(from.raw, name, to.raw, newName) == 0 ? .success(()) : .failure(.current)
+    }
+
     /// The names in a folder, sorted bytewise, without `.` and `..`.
     public static func listDirectory(_ path: String) -> Result<[String], Errno> {
         guard let dir = opendir(path) else { return .failure(.current) }

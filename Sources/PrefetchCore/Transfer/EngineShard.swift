@@ -357,8 +357,8 @@ final class EngineShard: @unchecked Sendable {
             cache.removePartial(transfer.partialName)
             fail(transfer.job, TransferFailure(kind: .permanent, message: error.description, retryAfter: nil, discardPartial: true, httpStatus: nil),
                  transfer: nil)
-        case .success(let folder):
-            record(placedIn: folder) { [job = transfer.job, now = clock(), clearPartial = transfer.partialRecorded] state in
+        case .success(let (folder, createdIn)):
+            record(placedIn: [folder] + createdIn) { [job = transfer.job, now = clock(), clearPartial = transfer.partialRecorded] state in
                 try state.recordValidated(job.key, urlHash: job.urlHash, validators: validators, length: bytes, sha256: sha256,
                                           placed: true, at: now, clearPartial: clearPartial)
             }
@@ -526,8 +526,8 @@ final class EngineShard: @unchecked Sendable {
     /// for a loop's worth of outcomes, not one per write).
     private var writes: [RunBoard.StateWrite] = []
 
-    private func record(placedIn folder: FileDescriptor? = nil, _ body: @escaping (StateStore) throws -> Void) {
-        writes.append(RunBoard.StateWrite(placedIn: folder, body: body))
+    private func record(placedIn folders: [FileDescriptor] = [], _ body: @escaping (StateStore) throws -> Void) {
+        writes.append(RunBoard.StateWrite(placedIn: folders, body: body))
     }
 
     /// Passes the writes on; the board commits them when its transaction is due (or now).

@@ -195,7 +195,7 @@ final class RunBoard: @unchecked Sendable {
     /// One state write, and the folder a file was just renamed into for it (fsynced before
     /// the commit that records the file).
     struct StateWrite {
-        let placedIn: FileDescriptor?
+        let placedIn: [FileDescriptor]
         let body: (StateStore) throws -> Void
     }
 
@@ -222,7 +222,7 @@ final class RunBoard: @unchecked Sendable {
             }
         }
         for write in writes {
-            if let folder = write.placedIn { placedFolders[ObjectIdentifier(folder)] = folder }
+            for folder in write.placedIn { placedFolders[ObjectIdentifier(folder)] = folder }
             do { try write.body(state) } catch {
                 reportStateError(error)
                 failure = failure ?? error
