@@ -181,20 +181,66 @@ import Testing
     /// that, lets one chunk through into debt, then holds until the debt is paid.
     @Test func theRateBucketPacesAFeed() {
         let limiter = RateLimiter(bytesPerSecond: 1000, now: 100)
+        let only = NSObject()
         #expect(limiter.burst == 250 && !limiter.exhausted)
-        #expect(limiter.take(600))            // tokens left: a chunk may overdraw
+        #expect(limiter.take(600, for: only))   // tokens left: a chunk may overdraw
         #expect(limiter.exhausted)
-        #expect(!limiter.take(1))             // in debt: pause
-        #expect(abs(limiter.secondsUntilAvailable - 0.351) < 0.001)
-        limiter.refill(now: 100.3)           // 300 bytes' worth: still 50 short
+        #expect(!limiter.take(1, for: only))    // in debt: pause
+        #expect(abs(limiter.secondsUntilAvailable() - 0.351) < 0.001)
+        limiter.refill(now: 100.3)             // 300 bytes' worth: still 50 short
         #expect(limiter.exhausted)
         limiter.refill(now: 100.4)
-        #expect(!limiter.exhausted && limiter.take(10))
-        limiter.refill(now: 200)             // a long pause refills up to the burst only
-        #expect(limiter.tokens == 250)
+        #expect(!limiter.exhausted && limiter.take(10, for: only))
+        limiter.refill(now: 200)               // a long pause refills up to the burst only
+        #expect(limiter.pool == 250)
         #expect(RateLimiter.bufferSize(for: 1024) == 16 * 1024)
         #expect(RateLimiter.bufferSize(for: 1 << 20) == 128 * 1024)
         #expect(RateLimiter.bufferSize(for: 1 << 30) == 512 * 1024)
+    }
+
+    /// Fairness: transfers that all want more than their share get equal parts, whichever
+    /// takes first and however large its chunks; one that wants less than its share leaves
+    /// the rest to the others (the feed still moves at its cap); the cap holds in all.
+    /// Simulated in 10 ms ticks, each transfer taking whole chunks while it can.
+    @Test func theRateIsSharedFairlyAndStillUsedWhole() {
+        struct Member { let id = NSObject(); let chunk: Int; let wants: Double; var got = 0 }
+        func simulate(_ members: inout [Member], seconds: Double, rate: UInt64) -> Double {
+            let limiter = RateLimiter(bytesPerSecond: rate, now: 0)
+            for member in members { limiter.join(member.id) }
+            var now = 0.0
+            var wanted = [Double](repeating: 0, count: members.count)
+            while now < seconds {
+                now += 0.01
+                limiter.refill(now: now)
+                for index in members.indices {  // the first member always goes first: the old bucket's unfairness
+                    wanted[index] += members[index].wants * 0.01
+                    while wanted[index] >= Double(members[index].chunk), limiter.take(members[index].chunk, for: members[index].id) {
+                        members[index].got += members[index].chunk
+                        wanted[index] -= Double(members[index].chunk)
+                    }
+                }
+            }
+            return Double(members.reduce(0) { $0 + $1.got }) / seconds
+        }
+        // Four hungry transfers, the first with big chunks: each gets a quarter of 4 MiB/s.
+        var hungry = [Member(chunk: 256 << 10, wants: 1e9), Member(chunk: 16 << 10, wants: 1e9),
+                      Member(chunk: 16 << 10, wants: 1e9), Member(chunk: 16 << 10, wants: 1e9)]
+        // Over 60 s the cap may be exceeded only by the first burst and each one's last chunk.
+        let seconds = 60.0
+        let total = simulate(&hungry, seconds: seconds, rate: 4 << 20)
+        let slack = (Double(1 << 20) + Double(hungry.reduce(0) { $0 + $1.chunk })) / seconds
+        #expect(total <= Double(4 << 20) + slack, "the cap: \(total)")
+        for member in hungry {
+            let rate = Double(member.got) / seconds
+            #expect(abs(rate - Double(1 << 20)) < Double(1 << 20) * 0.05, "a share: \(rate) B/s of 1 MiB/s")
+        }
+        // One of two wants only 0.5 MiB/s: the other gets the rest, 3.5 MiB/s.
+        let cap = Double(4 << 20), little = Double(512 << 10)
+        var uneven = [Member(chunk: 16 << 10, wants: little), Member(chunk: 64 << 10, wants: 1e9)]
+        let used = simulate(&uneven, seconds: seconds, rate: 4 << 20)
+        #expect(used > cap * 0.95 && used <= cap + slack, "work-conserving: \(used)")
+        let slow = Double(uneven[0].got) / seconds
+        #expect(abs(slow - little) < little * 0.1, "the slow one got \(slow)")
     }
 
     /// `metered_budget` within a run: known sizes are reserved at start; a size that would

@@ -99,4 +99,25 @@ import Testing
             #expect(!capture.out.contains("running"), "\(mode) quiet \(quiet): \(capture.out)")
         }
     }
+
+    /// A transfer that has no answer yet (connecting, or a retry waiting for the server) says
+    /// so instead of "0B"; "active" counts only those receiving.
+    @Test func aTransferWaitingForItsAnswerIsNotShownMovingNothing() {
+        let capture = Capture()
+        let reporter = reporter(.plain, capture)
+        let running = [
+            TransferProgress(key: Self.big, bytes: 128 * Self.mib, total: 512 * Self.mib, rate: Double(64 * Self.mib)),
+            TransferProgress(key: Self.small, bytes: 0, total: nil, rate: 0, receiving: false),
+            TransferProgress(key: ResourceKey(feed: "big", path: "resumed.bin"), bytes: 5 * Self.mib, total: nil, rate: 0, receiving: false),
+        ]
+        capture.seconds = 60
+        reporter.handle(.progress(running))
+        reporter.flush()
+        #expect(capture.lines == [
+            "running big/media/big.bin  128MiB of 512MiB (25%), 64MiB/s, ETA 6s",
+            "running big/small.bin  connecting",
+            "running big/resumed.bin  connecting (resuming at 5MiB)",
+            "running all 1 active, 2 connecting  128MiB of 512MiB (25%), 64MiB/s, ETA 6s",
+        ])
+    }
 }

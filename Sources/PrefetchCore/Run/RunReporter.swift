@@ -61,6 +61,7 @@ final class RunReporter {
                 var row = JSONObject()
                 row.add("type", "progress"); row.add("feed", transfer.key.feed); row.add("path", transfer.key.path)
                 row.add("bytes", transfer.bytes); row.add("total", transfer.total); row.add("rate_bps", transfer.rate)
+                row.add("receiving", transfer.receiving)
                 out(row.line + "\n")
             }
             return
@@ -153,16 +154,36 @@ final class RunReporter {
     }
 
     /// The running transfers as log lines (up to 8, and one for all of them when several).
+    /// Those still waiting for an answer say so; "active" counts the ones receiving.
     private func logProgress(_ transfers: [TransferProgress]) {
         for transfer in transfers.prefix(8) {
-            log("running \(name(transfer.key))  " + Self.figures(transfer.bytes, transfer.total, transfer.rate))
+            log("running \(name(transfer.key))  " + Self.figures(transfer))
         }
         if transfers.count > 8 { log("running … and \(transfers.count - 8) more") }
         guard transfers.count > 1 else { return }
-        let bytes = transfers.reduce(0) { $0 + $1.bytes }
-        let totals = transfers.compactMap(\.total)
-        log("running all \(transfers.count) active  "
-            + Self.figures(bytes, totals.count == transfers.count ? totals.reduce(0, +) : nil, transfers.reduce(0) { $0 + $1.rate }))
+        log("running " + Self.summaryLabel(transfers) + "  " + Self.figures(of: transfers))
+    }
+
+    /// `all 3 active` or `all 2 active, 1 connecting`.
+    static func summaryLabel(_ transfers: [TransferProgress]) -> String {
+        let waiting = transfers.filter { !$0.receiving }.count
+        return "all \(transfers.count - waiting) active" + (waiting > 0 ? ", \(waiting) connecting" : "")
+    }
+
+    /// One transfer's figures, or that it waits for the server.
+    static func figures(_ transfer: TransferProgress) -> String {
+        guard transfer.receiving else {
+            return "connecting" + (transfer.bytes > 0 ? " (resuming at \(ByteSize.format(transfer.bytes)))" : "")
+        }
+        return figures(transfer.bytes, transfer.total, transfer.rate)
+    }
+
+    /// The figures of the transfers receiving, together.
+    static func figures(of transfers: [TransferProgress]) -> String {
+        let moving = transfers.filter(\.receiving)
+        let totals = moving.compactMap(\.total)
+        return figures(moving.reduce(0) { $0 + $1.bytes }, totals.count == moving.count ? totals.reduce(0, +) : nil,
+                       moving.reduce(0) { $0 + $1.rate })
     }
 
     /// "225MiB of 512MiB (43%), 100MiB/s, ETA 3s"; without a known total, bytes and rate.
@@ -186,21 +207,29 @@ final class RunReporter {
         guard !lastProgress.isEmpty else { return }
         var lines: [String] = []
         var bytes: UInt64 = 0, total: UInt64 = 0, rate = 0.0, totalKnown = true
-        for transfer in lastProgress.prefix(8) { lines.append(Self.bar(name(transfer.key), transfer.bytes, transfer.total, transfer.rate)) }
+        for transfer in lastProgress.prefix(8) {
+            lines.append(transfer.receiving ? Self.bar(name(transfer.key), transfer.bytes, transfer.total, transfer.rate)
+                                            : Self.label(name(transfer.key)) + Self.figures(transfer))
+        }
         if lastProgress.count > 8 { lines.append("  … and \(lastProgress.count - 8) more") }
-        for transfer in lastProgress {
+        for transfer in lastProgress where transfer.receiving {
             bytes += transfer.bytes
             rate += transfer.rate
             if let t = transfer.total { total += t } else { totalKnown = false }
         }
-        lines.append(Self.bar("all \(lastProgress.count) active", bytes, totalKnown ? total : nil, rate))
+        lines.append(Self.bar(Self.summaryLabel(lastProgress), bytes, totalKnown ? total : nil, rate))
         console.out(lines.joined(separator: "\n") + "\n")
         drawnLines = lines.count
     }
 
+    /// A bar's label column: 36 characters (longer names keep their end).
+    static func label(_ label: String) -> String {
+        "  " + (label.count > 36 ? "…" + label.suffix(35) : label.padding(toLength: 36, withPad: " ", startingAt: 0)) + " "
+    }
+
     static func bar(_ label: String, _ bytes: UInt64, _ total: UInt64?, _ rate: Double) -> String {
         let width = 24
-        var text = "  " + (label.count > 36 ? "…" + label.suffix(35) : label.padding(toLength: 36, withPad: " ", startingAt: 0)) + " "
+        var text = Self.label(label)
         if let total, total > 0 {
             let fraction = min(1, Double(bytes) / Double(total))
             let filled = Int(fraction * Double(width))

@@ -136,7 +136,7 @@ final class EngineShard: @unchecked Sendable {
                 if board.drained { break }
                 // Waiting for a retry within the run, a capped feed's bucket to refill, or
                 // a feed's running transfers on other shards.
-                let limited = limiters.values.filter(\.exhausted).map(\.secondsUntilAvailable).min() ?? 0.2
+                let limited = limiters.values.filter(\.exhausted).map { $0.secondsUntilAvailable() }.min() ?? 0.2
                 Thread.sleep(forTimeInterval: min(0.2, max(0.001, limited)))
                 continue
             }
@@ -157,7 +157,7 @@ final class EngineShard: @unchecked Sendable {
                 board.progress(shard: index, active.values.map { transfer in
                     let seconds = max(0.001, Date().timeIntervalSince(transfer.startedAt))
                     return TransferProgress(key: transfer.job.key, bytes: transfer.offset, total: transfer.expectedTotal ?? transfer.job.resource.size,
-                                            rate: Double(transfer.received) / seconds)
+                                            rate: Double(transfer.received) / seconds, receiving: transfer.receiving)
                 })
             }
         }
@@ -189,6 +189,7 @@ final class EngineShard: @unchecked Sendable {
     /// Takes a transfer out of the running set.
     private func deactivate(_ transfer: Transfer) {
         active[transfer.easy.handle] = nil
+        limiters[transfer.job.feed.name]?.leave(transfer)
     }
 
     // MARK: Starting
@@ -230,8 +231,11 @@ final class EngineShard: @unchecked Sendable {
             allowance.reserve(transfer.reservedBudget)
         }
         active[transfer.easy.handle] = transfer
+        limiters[job.feed.name]?.join(transfer)
         multi.add(transfer.easy)
-        board.emit(.started(job.key, url: job.resource.url.redacted, total: job.resource.size, resumeAt: transfer.offset))
+        // The expected total: `size`, else a resumed partial's recorded total (its version's length).
+        let total = job.resource.size ?? (transfer.offset > 0 ? job.partial?.totalLength : nil)
+        board.emit(.started(job.key, url: job.resource.url.redacted, total: total, resumeAt: transfer.offset))
     }
 
     /// Whether the copy `job` would revalidate is still the one recorded. One cut short or
@@ -281,13 +285,13 @@ final class EngineShard: @unchecked Sendable {
         var wait = 200.0
         for transfer in Array(active.values) where transfer.pausedForRate {
             guard let limiter = limiters[transfer.job.feed.name] else { continue }
-            if limiter.exhausted {
-                wait = min(wait, limiter.secondsUntilAvailable * 1000)
-            } else {
+            if limiter.canTake(transfer) {
                 transfer.resumeAfterRateLimit()
+            } else {
+                wait = min(wait, limiter.secondsUntilAvailable(for: transfer) * 1000)
             }
         }
-        for limiter in limiters.values where limiter.exhausted { wait = min(wait, limiter.secondsUntilAvailable * 1000) }
+        for limiter in limiters.values where limiter.exhausted { wait = min(wait, limiter.secondsUntilAvailable() * 1000) }
         return max(1, Int(wait.rounded(.up)))
     }
 

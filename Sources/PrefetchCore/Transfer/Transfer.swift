@@ -184,7 +184,7 @@ final class Transfer {
         url = job.resource.url.text
         if let size = job.resource.size {
             cap = size
-            capName = "size \(size)"
+            capName = "size \(size) bytes"
         } else if let maxSize = job.resource.maxSize, maxSize < globalCap {
             cap = maxSize
             capName = "max_size \(ByteSize.format(maxSize))"
@@ -328,9 +328,11 @@ final class Transfer {
         }
     }
 
-    /// Large reads mean fewer callbacks and writes; a capped feed reads less at a time.
+    /// Large reads mean fewer callbacks and writes; a capped feed reads less at a time: about
+    /// an eighth of a second of one transfer's share of the rate, so shares stay even.
     static func bufferSize(_ job: TransferJob, limiter: RateLimiter?) -> Int {
-        limiter == nil ? 512 * 1024 : RateLimiter.bufferSize(for: job.feed.limits.maxRate?.bytes ?? 0)
+        guard limiter != nil else { return 512 * 1024 }
+        return RateLimiter.bufferSize(for: (job.feed.limits.maxRate?.bytes ?? 0) / UInt64(max(1, job.feed.limits.concurrency)))
     }
 
     private static let userAgent = "prefetch/\(HelpText.version)"
@@ -341,6 +343,9 @@ final class Transfer {
         pausedForRate = false
         easy.unpause()
     }
+
+    /// Whether a response's body has begun (before: connecting or waiting for the answer).
+    var receiving: Bool { decided }
 
     /// Lets a transfer paused for its record go on, once the record is committed.
     func resumeAfterRecord() {
@@ -430,7 +435,7 @@ final class Transfer {
             pausedForRecord = true  // libcurl keeps these bytes and hands them over again on resume
             return Int(CURL_WRITEFUNC_PAUSE)
         }
-        if let limiter, !limiter.take(bytes.count) {
+        if let limiter, !limiter.take(bytes.count, for: self) {
             pausedForRate = true  // libcurl keeps these bytes and hands them over again on resume
             return Int(CURL_WRITEFUNC_PAUSE)
         }
@@ -441,7 +446,7 @@ final class Transfer {
         }
         // The cap is enforced as bytes arrive, chunked or not (FAULTS 13).
         if offset + UInt64(bytes.count) > cap {
-            callbackFailure = TransferFailure(kind: .mismatch, message: "the body is longer than \(capName) bytes; cut off and discarded",
+            callbackFailure = TransferFailure(kind: .mismatch, message: "the body is longer than \(capName); cut off and discarded",
                                               retryAfter: nil, discardPartial: true, httpStatus: status)
             return 0
         }

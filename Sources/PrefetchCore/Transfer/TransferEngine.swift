@@ -20,6 +20,9 @@ struct TransferProgress {
     let bytes: UInt64
     let total: UInt64?
     let rate: Double
+    /// False while no response has come yet (connecting, or waiting for the server's answer):
+    /// shown as such, not as a transfer moving 0 B.
+    var receiving = true
 }
 
 /// Totals of one engine run.
