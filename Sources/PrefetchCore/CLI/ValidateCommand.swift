@@ -8,7 +8,10 @@ enum ValidateCommand {
         let errors = loaded.diagnostics.filter { $0.severity == .error }.count
         let warnings = loaded.diagnostics.count - errors
         if errors > 0 {
-            context.console.err("prefetch: \(count(errors, "error"))\(warnings > 0 ? ", \(count(warnings, "warning"))" : "") in \(count(loaded.fileCount, "file"))\n")
+            // The files that have errors, of the manifests read: "6 errors in 1 of 2 files".
+            let failing = Set(loaded.diagnostics.filter { $0.severity == .error }.map(\.file)).count
+            let files = loaded.fileCount > failing ? "\(failing) of \(count(loaded.fileCount, "file"))" : count(failing, "file")
+            context.console.err("prefetch: \(count(errors, "error"))\(warnings > 0 ? ", \(count(warnings, "warning"))" : "") in \(files)\n")
             return .usage
         }
         var out = ""
