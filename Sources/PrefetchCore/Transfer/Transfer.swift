@@ -61,8 +61,8 @@ enum TransferOutcome {
 }
 
 /// Why a transfer failed, and what that means for retries (SPEC §5).
-struct TransferFailure: Error {
-    enum Kind {
+struct TransferFailure: Error, Equatable {
+    enum Kind: Equatable {
         /// Network error, 5xx, 429, short body: retried with backoff; the partial is kept.
         case transient
         /// 404, 410, 401, 403, TLS, bad redirects: failed until the next release.
@@ -160,6 +160,9 @@ final class Transfer {
     private var rangeEnd: UInt64?
     let startedAt = Date()
 
+    /// What the current request asked for and what the client holds (the rules' input).
+    private var asked = ResponseRules.Request()
+
     // The response being received.
     private var status = 0
     private var headers = ResponseHeaders()
@@ -202,16 +205,10 @@ final class Transfer {
     private func prepareResume(existing: (size: UInt64, inode: UInt64)?) {
         var resume: UInt64 = 0
         if let partial = job.partial,
-           let trusted = PartialTrust.trustedLength(record: partial, urlHash: job.urlHash, file: existing, bootID: bootID), trusted > 0 {
-            if let etag = partial.validators.etag, !etag.hasPrefix("W/") {
-                ifRange = etag
-                resume = trusted
-            } else if let lastModified = partial.validators.lastModified {
-                ifRange = lastModified
-                resume = trusted
-            } else if job.resource.sha256 != nil {
-                resume = trusted
-            }
+           let trusted = PartialTrust.trustedLength(record: partial, urlHash: job.urlHash, file: existing, bootID: bootID) {
+            let plan = ResponseRules.resume(trusted: trusted, validators: partial.validators, sha256Given: job.resource.sha256 != nil)
+            resume = plan.from
+            ifRange = plan.ifRange
             if resume > 0 { partialValidators = partial.validators }
         }
         if resume > 0, primeHash(upTo: resume) {
@@ -288,6 +285,10 @@ final class Transfer {
             if let etag = validators.etag { lines.append("If-None-Match: \(etag)") }
             if let lastModified = validators.lastModified { lines.append("If-Modified-Since: \(lastModified)") }
         }
+        asked = ResponseRules.Request(resumeFrom: requestedFrom, partialValidators: partialValidators,
+                                      partialTotal: requestedFrom > 0 ? job.partial?.totalLength : nil,
+                                      revalidating: requestedFrom == 0 && conditional ? job.cachedValidators : nil,
+                                      size: job.resource.size, cap: cap, capName: capName)
         do {
             if !easy.configured {
                 // Options that are the same for every transfer of a run: set once per handle
@@ -385,7 +386,7 @@ final class Transfer {
     /// The response headers prefetch reads, in `ResponseHeaders.set`'s order; others are
     /// skipped without building strings.
     private static let wantedHeaders: [[UInt8]] =
-        ["content-length", "content-range", "etag", "last-modified", "location", "retry-after"].map { Array($0.utf8) }
+        ["content-length", "content-range", "etag", "last-modified", "location", "retry-after", "content-encoding"].map { Array($0.utf8) }
 
     private func header(_ bytes: UnsafeRawBufferPointer) {
         // Trim CR/LF as bytes: in a Swift String "\r\n" is one Character, so hasSuffix("\n") misses it.
@@ -491,29 +492,29 @@ final class Transfer {
         return writtenOffset
     }
 
-    /// FAULTS 5, 6: a 200 to a ranged request restarts the file from zero (never appends);
-    /// a 206 must start exactly where the partial ends.
+    /// The head of the response, as the rules read it.
+    private var head: ResponseRules.Head {
+        ResponseRules.Head(status: status, etag: headers.etag, lastModified: headers.lastModified, contentRange: headers.contentRange,
+                           contentLength: headers.contentLength.flatMap { UInt64($0) }, contentEncoding: headers.contentEncoding,
+                           retryAfter: headers.retryAfter)
+    }
+
+    /// A 2xx body begins: `ResponseRules.onHead` says whether it is written, after the
+    /// partial (a 206 continuing it) or from zero (FAULTS 5, 6: never appended otherwise).
     private func decideOnFirstByte() {
-        guard (200..<300).contains(status) else { return }
-        if status == 206 {
-            guard let range = Self.contentRange(headers.contentRange), range.start == requestedFrom else {
-                callbackFailure = TransferFailure(kind: .transient, message: "the server sent a range that does not continue the partial",
-                                                  retryAfter: nil, discardPartial: true, httpStatus: status)
-                return
-            }
-            // A server that ignores If-Range may send a range of the version it has now: its
-            // validators say so, and its bytes must not be appended to the old ones (FAULTS 6).
-            if requestedFrom > 0, Self.isAnotherVersion(partialValidators, headers) {
-                callbackFailure = TransferFailure(kind: .transient, message: "the server answered the resume with a range of another version; restarting from zero",
-                                                  retryAfter: nil, discardPartial: true, httpStatus: status)
-                return
-            }
-            expectedTotal = range.total
-            rangeEnd = range.end
-        } else {
+        switch ResponseRules.onHead(asked, head) {
+        case .noBody:
+            return
+        case .refuse(let failure):
+            callbackFailure = failure
+            return
+        case .append(let total, let end):
+            expectedTotal = total
+            rangeEnd = end
+        case .restart(let total):
             rangeEnd = nil
             if requestedFrom > 0 || offset > 0 { restartFromZero() }
-            expectedTotal = headers.contentLength.flatMap { UInt64($0) }
+            expectedTotal = total
         }
         if file == nil, !openFile() { return }
         if body == nil, inlineHasher == nil {
@@ -547,31 +548,10 @@ final class Transfer {
         }
     }
 
-    /// Whether a response's validators name another version than the partial's: ETags
-    /// compared weakly (RFC 9110 §8.8.3.2, the opaque tags), else Last-Modified; a
-    /// validator missing on either side tells nothing.
-    static func isAnotherVersion(_ partial: Validators, _ response: ResponseHeaders) -> Bool {
-        func opaque(_ tag: String) -> Substring { tag.hasPrefix("W/") ? tag.dropFirst(2) : Substring(tag) }
-        if let ours = partial.etag, let theirs = response.etag { return opaque(ours) != opaque(theirs) }
-        if let ours = partial.lastModified, let theirs = response.lastModified { return ours != theirs }
-        return false
-    }
-
-    /// `bytes a-b/total` (total may be `*`), or `bytes */total` for a 416.
-    static func contentRange(_ value: String?) -> (start: UInt64, end: UInt64, total: UInt64?)? {
-        guard let value, value.hasPrefix("bytes ") else { return nil }
-        let spec = value.dropFirst(6)
-        guard let slash = spec.firstIndex(of: "/") else { return nil }
-        let total = UInt64(spec[spec.index(after: slash)...])
-        let range = spec[..<slash]
-        guard let dash = range.firstIndex(of: "-"), let start = UInt64(range[..<dash]),
-              let end = UInt64(range[range.index(after: dash)...]), end >= start else { return nil }
-        return (start, end, total)
-    }
-
     // MARK: Completion
 
-    /// Classifies the finished exchange (libcurl's result and the HTTP status).
+    /// Classifies the finished exchange: libcurl's result when no response came, else
+    /// `ResponseRules.onEnd` (the status, the bytes on disk, the manifest's checks).
     func finish(curlCode: Int32, maxRedirects: Int) -> TransferOutcome {
         // An empty 2xx body calls no write callback: decide on it here (a 200 to a ranged
         // request still means "the file is now this, from zero"; its partial is created empty).
@@ -580,58 +560,31 @@ final class Transfer {
             decideOnFirstByte()
         }
         if let failure = callbackFailure { return .failed(failure) }
-        let http = status
-        if (300..<400).contains(http), http != 304 {
-            guard let target = easy.redirectURL ?? headers.location else {
-                return .failed(permanent("HTTP \(http) without a usable Location", http))
-            }
-            return followRedirect(to: target, status: http, maxRedirects: maxRedirects)
-        }
-        if http == 304 {
-            if conditional {
-                let validators = Validators(etag: headers.etag ?? job.cachedValidators?.etag,
-                                            lastModified: headers.lastModified ?? job.cachedValidators?.lastModified)
-                return .notModified(validators)
-            }
-            return .failed(TransferFailure(kind: .transient, message: "unexpected 304 to an unconditional request",
-                                           retryAfter: nil, discardPartial: true, httpStatus: 304))
-        }
-        if http == 416 {
-            // FAULTS 9: the partial may already hold the whole file.
-            // Unless the 416 names another version: then the bytes on disk are the old one's.
-            if let range = headers.contentRange, range.hasPrefix("bytes */"), let total = UInt64(range.dropFirst(8)),
-               total == offset, offset > 0, !Self.isAnotherVersion(partialValidators, headers) {
-                expectedTotal = total
-                return verify()
-            }
-            return .failed(TransferFailure(kind: .transient, message: "HTTP 416: the partial does not fit the current version; restarting",
-                                           retryAfter: nil, discardPartial: true, httpStatus: 416))
-        }
-        if (200..<300).contains(http) {
-            guard curlCode == CurlGlobal.ok else {
-                // FAULTS 1, 12, 17: the connection dropped or stalled; keep what arrived.
-                return .failed(TransferFailure(kind: .transient, message: easy.describe(curlCode), retryAfter: nil,
-                                               discardPartial: false, httpStatus: http))
-            }
-            return verify()
-        }
-        if http == 0 {
+        if status == 0 {
             if CurlGlobal.tlsErrors.contains(curlCode) {
                 return .failed(permanent("TLS: \(easy.describe(curlCode))", nil))
             }
             return .failed(TransferFailure(kind: .transient, message: easy.describe(curlCode), retryAfter: nil,
                                            discardPartial: false, httpStatus: nil))
         }
-        switch http {
-        case 401, 403, 404, 410:
-            return .failed(permanent("HTTP \(http)", http))
-        case 408, 429, 503:  // 408 Request Timeout is transient too, as for curl --retry
-            return .failed(TransferFailure(kind: .transient, message: "HTTP \(http)", retryAfter: Self.retryAfter(headers.retryAfter),
-                                           discardPartial: false, httpStatus: http))
-        case 500..<600:
-            return .failed(TransferFailure(kind: .transient, message: "HTTP \(http)", retryAfter: nil, discardPartial: false, httpStatus: http))
-        default:
-            return .failed(permanent("HTTP \(http)", http))
+        if let error = body?.flush() { return .failed(Self.writeFailure(error, status: status)) }
+        switch ResponseRules.onEnd(asked, head, onDisk: offset, cleanly: curlCode == CurlGlobal.ok, cut: easy.describe(curlCode), now: Date()) {
+        case .redirect:
+            guard let target = easy.redirectURL ?? headers.location else {
+                return .failed(permanent("HTTP \(status) without a usable Location", status))
+            }
+            return followRedirect(to: target, status: status, maxRedirects: maxRedirects)
+        case .notModified(let validators):
+            return .notModified(validators)
+        case .failed(let failure):
+            return .failed(failure)
+        case .finalize(let total):
+            expectedTotal = total
+            let digest = SHA256.hex(body.map { $0.finish() } ?? inlineHasher?.finish() ?? SHA256().finish())
+            body = nil
+            inlineHasher = nil
+            if let failure = ResponseRules.checkDigest(digest, expected: job.resource.sha256, status: status) { return .failed(failure) }
+            return .complete(bytes: offset, validators: partialValidators, sha256: digest)
         }
     }
 
@@ -660,57 +613,6 @@ final class Transfer {
         return .redirect(parsed.text)
     }
 
-    /// Length against Content-Length/Content-Range and `size`, then `sha256` (FAULTS 12–14).
-    private func verify() -> TransferOutcome {
-        if let error = body?.flush() { return .failed(Self.writeFailure(error, status: status)) }
-        if status == 206 {
-            // A 206 is part of a file: it must carry the bytes its range names, and it is the
-            // whole file only when a total (its own, or `size`) says the file ends there. What
-            // arrived is kept; the next attempt asks for the rest (FAULTS 12).
-            if let end = rangeEnd, offset != end + 1 {
-                return .failed(TransferFailure(kind: .transient, message: "the 206 ended at byte \(offset) of the range to \(end + 1)",
-                                               retryAfter: nil, discardPartial: offset > end + 1, httpStatus: status))
-            }
-            guard let total = expectedTotal ?? job.resource.size else {
-                return .failed(TransferFailure(kind: .transient, message: "the 206 gave no total length (Content-Range: …/*): \(offset) bytes kept, the rest is asked for next",
-                                               retryAfter: nil, discardPartial: false, httpStatus: status))
-            }
-            if offset < total {
-                return .failed(TransferFailure(kind: .transient, message: "got \(offset) of \(total) bytes", retryAfter: nil,
-                                               discardPartial: false, httpStatus: status))
-            }
-        }
-        if let total = expectedTotal, offset != total {
-            return .failed(TransferFailure(kind: .transient, message: "got \(offset) of \(total) bytes", retryAfter: nil,
-                                           discardPartial: offset > total, httpStatus: status))
-        }
-        if let size = job.resource.size, offset != size {
-            return .failed(TransferFailure(kind: .mismatch, message: "size mismatch: got \(offset) bytes, expected \(size)",
-                                           retryAfter: nil, discardPartial: true, httpStatus: status))
-        }
-        let digest = SHA256.hex(body.map { $0.finish() } ?? inlineHasher?.finish() ?? SHA256().finish())
-        body = nil
-        inlineHasher = nil
-        if let expected = job.resource.sha256, digest != expected {
-            return .failed(TransferFailure(kind: .mismatch, message: "sha256 mismatch: got \(digest.prefix(12))…, expected \(expected.prefix(12))…",
-                                           retryAfter: nil, discardPartial: true, httpStatus: status))
-        }
-        return .complete(bytes: offset, validators: partialValidators, sha256: digest)
-    }
-
-    /// Retry-After as delta-seconds or an HTTP-date (RFC 9110 §10.2.3).
-    static func retryAfter(_ value: String?, now: Date = Date()) -> Int64? {
-        guard let value = value?.trimmingSpaces(), !value.isEmpty else { return nil }
-        if let seconds = Int64(value), seconds >= 0 { return seconds }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
-            formatter.dateFormat = format
-            if let date = formatter.date(from: value) { return max(0, Int64(date.timeIntervalSince(now).rounded(.up))) }
-        }
-        return nil
-    }
 }
 
 /// The response headers a transfer reads (the last of each name wins), kept without a
@@ -722,6 +624,7 @@ struct ResponseHeaders {
     var lastModified: String?
     var location: String?
     var retryAfter: String?
+    var contentEncoding: String?
 
     /// Sets the header at `index` in `Transfer.wantedHeaders`.
     mutating func set(_ index: Int, _ value: String) {
@@ -731,7 +634,8 @@ struct ResponseHeaders {
         case 2: etag = value
         case 3: lastModified = value
         case 4: location = value
-        default: retryAfter = value
+        case 5: retryAfter = value
+        default: contentEncoding = value
         }
     }
 }

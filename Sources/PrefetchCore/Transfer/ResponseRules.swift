@@ -1,0 +1,258 @@
+import Foundation
+
+/// The heart of the downloader: what a response means for the partial on disk and for the
+/// cached copy (SPEC §3, FAULTS 1–16). Pure — the exchange in, the decision out; no file,
+/// no clock, no libcurl. `Transfer` carries the decisions out, and the exhaustive table in
+/// the tests checks them over every combination of partial, status, validators, range,
+/// length, encoding and manifest checks: the final file is always absent, the previous good
+/// copy, or byte-identical to the origin's current content.
+///
+/// Two moments are judged: the response's head (`onHead`: may its body be written, and
+/// where?) and the exchange's end (`onEnd`: place the file, keep the copy, retry, or fail).
+enum ResponseRules {
+    /// What the request asked for, and what the client holds.
+    struct Request: Sendable, Equatable {
+        /// Where the Range began: the bytes of the partial on disk it continues (0: the
+        /// whole body was asked for).
+        var resumeFrom: UInt64 = 0
+        /// Validators of the partial's version (sent in If-Range when strong).
+        var partialValidators = Validators()
+        /// The partial's recorded total length, when known.
+        var partialTotal: UInt64?
+        /// Validators of the cached copy, when If-None-Match / If-Modified-Since were sent.
+        var revalidating: Validators?
+        /// The manifest's exact `size`, when given.
+        var size: UInt64?
+        /// The most bytes the file may have (`size`, else `max_size`, else the global cap), and
+        /// how an error names it.
+        var cap: UInt64 = .max
+        var capName = "the global max_size"
+    }
+
+    /// The response headers the rules read (the last of each name wins).
+    struct Head: Sendable, Equatable {
+        var status: Int
+        var etag: String?
+        var lastModified: String?
+        var contentRange: String?
+        var contentLength: UInt64?
+        var contentEncoding: String?
+        var retryAfter: String?
+    }
+
+    /// What to do with a 2xx body, decided on its head.
+    enum OnHead: Equatable {
+        /// Write it after the `resumeFrom` bytes on disk: it carries bytes up to `rangeEnd`
+        /// of a file of `total` bytes (when the 206 says).
+        case append(total: UInt64?, rangeEnd: UInt64)
+        /// It is the whole file from byte 0: the partial starts afresh (never appended to).
+        case restart(total: UInt64?)
+        /// Nothing of it is written.
+        case refuse(TransferFailure)
+        /// Not a body to write (no 2xx): judged at the end.
+        case noBody
+    }
+
+    /// How the exchange ended.
+    enum OnEnd: Equatable {
+        /// The partial holds the whole file, `total` bytes: check its digest, then place it.
+        case finalize(total: UInt64)
+        /// 304: the cached copy is current; these are its validators now.
+        case notModified(Validators)
+        /// 3xx with a Location to follow (the caller checks scheme, loops and count).
+        case redirect
+        case failed(TransferFailure)
+    }
+
+    // MARK: The request
+
+    /// Whether `trusted` bytes of a partial are resumed, and the If-Range that guards it
+    /// (FAULTS 1, 7, 8): a strong ETag, else Last-Modified — never a weak ETag (RFC 9110
+    /// §13.1.5); with no validator only when a `sha256` will check the result; else the
+    /// file restarts from zero (`from` 0).
+    static func resume(trusted: UInt64, validators: Validators, sha256Given: Bool) -> (from: UInt64, ifRange: String?) {
+        guard trusted > 0 else { return (0, nil) }
+        if let etag = validators.etag, !etag.hasPrefix("W/") { return (trusted, etag) }
+        if let lastModified = validators.lastModified { return (trusted, lastModified) }
+        return sha256Given ? (trusted, nil) : (0, nil)
+    }
+
+    // MARK: The head
+
+    static func onHead(_ request: Request, _ head: Head) -> OnHead {
+        guard (200..<300).contains(head.status) else { return .noBody }
+        // FAULTS 15: identity was asked for, so ranges and lengths refer to the stored bytes;
+        // an encoded body is another representation, never the file.
+        if let encoding = head.contentEncoding?.trimmingSpaces().lowercased(), !encoding.isEmpty, encoding != "identity" {
+            return .refuse(failure(.mismatch, "the server sent Content-Encoding: \(encoding) although identity was asked; not placed",
+                                   discard: false, head))
+        }
+        if head.status == 206 {
+            // FAULTS 1: a 206 must continue the partial exactly where it ends.
+            guard let range = contentRange(head.contentRange), range.start == request.resumeFrom else {
+                return .refuse(failure(.transient, "the server sent a range that does not continue the partial", discard: true, head))
+            }
+            if request.resumeFrom > 0 {
+                // A server that ignores If-Range may send a range of the version it has now: its
+                // validators say so, or its length does; its bytes are never appended (FAULTS 6).
+                if isAnotherVersion(request.partialValidators, etag: head.etag, lastModified: head.lastModified) {
+                    return .refuse(failure(.transient, "the server answered the resume with a range of another version; restarting from zero",
+                                           discard: true, head))
+                }
+                if let total = range.total, let recorded = request.partialTotal, total != recorded {
+                    return .refuse(failure(.transient, "the server answered the resume with a file of \(total) bytes, not the partial's \(recorded); restarting from zero",
+                                           discard: true, head))
+                }
+            }
+            if let refused = announced(range.total, request, head) { return .refuse(refused) }
+            return .append(total: range.total, rangeEnd: range.end)
+        }
+        // FAULTS 5: any other 2xx is the whole file from zero, also to a ranged request.
+        if let refused = announced(head.contentLength, request, head) { return .refuse(refused) }
+        return .restart(total: head.contentLength)
+    }
+
+    /// A file whose announced length is over its cap, or is not its exact `size`, is refused
+    /// before a byte is written (FAULTS 13, 14): nothing is downloaded only to be discarded.
+    private static func announced(_ total: UInt64?, _ request: Request, _ head: Head) -> TransferFailure? {
+        guard let total else { return nil }
+        if total > request.cap {
+            return failure(.mismatch, "the body is longer than \(request.capName); cut off and discarded", discard: true, head)
+        }
+        if let size = request.size, total != size {
+            return failure(.mismatch, "size mismatch: the server announced \(total) bytes, expected \(size)", discard: true, head)
+        }
+        return nil
+    }
+
+    // MARK: The end
+
+    /// `onDisk`: the partial's bytes now (those kept from before, and what this response
+    /// wrote); `cleanly`: libcurl finished the exchange without an error (`cut` says which).
+    static func onEnd(_ request: Request, _ head: Head, onDisk: UInt64, cleanly: Bool, cut: String, now: Date) -> OnEnd {
+        let status = head.status
+        if (300..<400).contains(status), status != 304 { return .redirect }
+        if status == 304 {
+            // FAULTS 10, 11: only an answer to a revalidation, never "complete" for a partial.
+            guard let cached = request.revalidating, request.resumeFrom == 0 else {
+                return .failed(failure(.transient, "unexpected 304 to an unconditional request", discard: true, head))
+            }
+            return .notModified(Validators(etag: head.etag ?? cached.etag, lastModified: head.lastModified ?? cached.lastModified))
+        }
+        if status == 416 {
+            // FAULTS 9: the partial may already hold the whole file — unless the 416 names
+            // another version: then those bytes are the old one's. (A length recorded for the
+            // partial is not held against it: it may have come from a Content-Length that lied.)
+            if let value = head.contentRange, value.hasPrefix("bytes */"), let total = UInt64(value.dropFirst(8)),
+               total == onDisk, onDisk > 0, request.resumeFrom == onDisk,
+               !isAnotherVersion(request.partialValidators, etag: head.etag, lastModified: head.lastModified) {
+                if let size = request.size, total != size {
+                    return .failed(failure(.mismatch, "size mismatch: got \(total) bytes, expected \(size)", discard: true, head))
+                }
+                return .finalize(total: total)
+            }
+            return .failed(failure(.transient, "HTTP 416: the partial does not fit the current version; restarting", discard: true, head))
+        }
+        if (200..<300).contains(status) {
+            guard cleanly else {
+                // FAULTS 1, 12, 17: the connection dropped or stalled; keep what arrived.
+                return .failed(failure(.transient, cut, discard: false, head))
+            }
+            return complete(request, head, onDisk: onDisk)
+        }
+        switch status {
+        case 401, 403, 404, 410:
+            return .failed(failure(.permanent, "HTTP \(status)", discard: false, head))
+        case 408, 429, 503:  // 408 Request Timeout is transient too, as for curl --retry
+            var failed = failure(.transient, "HTTP \(status)", discard: false, head)
+            failed.retryAfter = retryAfter(head.retryAfter, now: now)
+            return .failed(failed)
+        case 500..<600:
+            return .failed(failure(.transient, "HTTP \(status)", discard: false, head))
+        default:
+            return .failed(failure(.permanent, "HTTP \(status)", discard: false, head))
+        }
+    }
+
+    /// A 2xx body received whole: its length against what the response and the manifest say
+    /// (FAULTS 12–14). A 206 is part of a file: it must carry the bytes its range names, and
+    /// it is the whole file only when a total (its own, or `size`) says the file ends there.
+    private static func complete(_ request: Request, _ head: Head, onDisk: UInt64) -> OnEnd {
+        var total: UInt64?
+        if head.status == 206, let range = contentRange(head.contentRange) {
+            if onDisk != range.end + 1 {
+                return .failed(failure(.transient, "the 206 ended at byte \(onDisk) of the range to \(range.end + 1)",
+                                       discard: onDisk > range.end + 1, head))
+            }
+            guard let known = range.total ?? request.size else {
+                return .failed(failure(.transient, "the 206 gave no total length (Content-Range: …/*): \(onDisk) bytes kept, the rest is asked for next",
+                                       discard: false, head))
+            }
+            if onDisk < known {
+                return .failed(failure(.transient, "got \(onDisk) of \(known) bytes", discard: false, head))
+            }
+            total = known
+        } else {
+            total = head.contentLength
+        }
+        if let total, onDisk != total {
+            return .failed(failure(.transient, "got \(onDisk) of \(total) bytes", discard: onDisk > total, head))
+        }
+        if let size = request.size, onDisk != size {
+            return .failed(failure(.mismatch, "size mismatch: got \(onDisk) bytes, expected \(size)", discard: true, head))
+        }
+        return .finalize(total: onDisk)
+    }
+
+    /// The manifest's `sha256` against the digest of the bytes to place (FAULTS 14).
+    static func checkDigest(_ digest: String, expected: String?, status: Int) -> TransferFailure? {
+        guard let expected, digest != expected else { return nil }
+        return TransferFailure(kind: .mismatch, message: "sha256 mismatch: got \(digest.prefix(12))…, expected \(expected.prefix(12))…",
+                               retryAfter: nil, discardPartial: true, httpStatus: status)
+    }
+
+    // MARK: Pieces
+
+    private static func failure(_ kind: TransferFailure.Kind, _ message: String, discard: Bool, _ head: Head) -> TransferFailure {
+        TransferFailure(kind: kind, message: message, retryAfter: nil, discardPartial: discard, httpStatus: head.status)
+    }
+
+    /// Whether a response's validators name another version than the partial's: ETags
+    /// compared weakly (RFC 9110 §8.8.3.2, the opaque tags), else Last-Modified; a
+    /// validator missing on either side tells nothing.
+    static func isAnotherVersion(_ partial: Validators, etag: String?, lastModified: String?) -> Bool {
+        func opaque(_ tag: String) -> Substring { tag.hasPrefix("W/") ? tag.dropFirst(2) : Substring(tag) }
+        if let ours = partial.etag, let theirs = etag { return opaque(ours) != opaque(theirs) }
+        if let ours = partial.lastModified, let theirs = lastModified { return ours != theirs }
+        return false
+    }
+
+    /// `bytes a-b/total` (total may be `*`).
+    static func contentRange(_ value: String?) -> (start: UInt64, end: UInt64, total: UInt64?)? {
+        guard let value, value.hasPrefix("bytes ") else { return nil }
+        let spec = value.dropFirst(6)
+        guard let slash = spec.firstIndex(of: "/") else { return nil }
+        let totalText = spec[spec.index(after: slash)...]
+        let total = UInt64(totalText)
+        guard total != nil || totalText == "*" else { return nil }
+        let range = spec[..<slash]
+        guard let dash = range.firstIndex(of: "-"), let start = UInt64(range[..<dash]),
+              let end = UInt64(range[range.index(after: dash)...]), end >= start else { return nil }
+        if let total, end >= total { return nil }  // a range past the file's end is no range
+        return (start, end, total)
+    }
+
+    /// Retry-After as delta-seconds or an HTTP-date (RFC 9110 §10.2.3), in seconds from `now`.
+    static func retryAfter(_ value: String?, now: Date) -> Int64? {
+        guard let value = value?.trimmingSpaces(), !value.isEmpty else { return nil }
+        if let seconds = Int64(value), seconds >= 0 { return seconds }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
+            formatter.dateFormat = format
+            if let date = formatter.date(from: value) { return max(0, Int64(date.timeIntervalSince(now).rounded(.up))) }
+        }
+        return nil
+    }
+}
