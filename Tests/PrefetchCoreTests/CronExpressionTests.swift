@@ -40,6 +40,11 @@ import Testing
         Valid(text: "0 0 * * 0-7", daysOfWeek: allWeekdays, dayOfWeekRestricted: true),
         Valid(text: "0 0 * * 1-5,7", daysOfWeek: [0, 1, 2, 3, 4, 5], dayOfWeekRestricted: true),
         Valid(text: "0 0 * * */2", daysOfWeek: [0, 2, 4, 6]),
+        // `a/n` in the day-of-week field runs to 7, the field's top in cronie and Vixie cron
+        // (7 is Sunday): `1/2` is Mon, Wed, Fri and Sun, `2/5` Tue and Sun.
+        Valid(text: "0 0 * * 1/2", daysOfWeek: [0, 1, 3, 5], dayOfWeekRestricted: true),
+        Valid(text: "0 0 * * 2/5", daysOfWeek: [0, 2], dayOfWeekRestricted: true),
+        Valid(text: "0 0 * * */7", daysOfWeek: [0]),
         Valid(text: "0 0 * jan,jul sun", months: [1, 7], daysOfWeek: [0], dayOfWeekRestricted: true),
         Valid(text: "0 0 * JAN-Mar SAT", months: [1, 2, 3], daysOfWeek: [6], dayOfWeekRestricted: true),
         Valid(text: "0 0 * */3 *", months: [1, 4, 7, 10]),

@@ -141,7 +141,7 @@ public struct CronExpression: Sendable, Hashable, CustomStringConvertible {
         var high: Int
         if rangePart == ["*"] {
             low = spec.range.lowerBound
-            high = spec.name == "day-of-week" ? 6 : spec.range.upperBound
+            high = spec.range.upperBound  // day-of-week: to 7 (Sunday again), as cronie's `*` spans 0–7
         } else if let dash = rangePart.firstIndex(of: "-") {
             low = try value(Array(rangePart[..<dash]), spec: spec, at: at(0))
             high = try value(Array(rangePart[(dash + 1)...]), spec: spec, at: at(dash + 1))
@@ -150,8 +150,9 @@ public struct CronExpression: Sendable, Hashable, CustomStringConvertible {
             }
         } else {
             low = try value(rangePart, spec: spec, at: at(0))
-            // `a/step` means from a to the end of the field, as in cronie.
-            high = item.contains("/") ? (spec.name == "day-of-week" ? 6 : spec.range.upperBound) : low
+            // `a/step` means from a to the end of the field, as in cronie (for day-of-week
+            // that is 7, Sunday: `1/2` is Mon, Wed, Fri and Sun).
+            high = item.contains("/") ? spec.range.upperBound : low
         }
         var set: UInt64 = 0
         var current = low
