@@ -51,18 +51,11 @@ struct RunPass {
         guard let (plan, snapshot, cached) = makePlan() else { return Outcome(exit: .failure, nextWakeup: nil) }
 
         // Jobs in the order the plan gives; each release is recorded as begun.
-        let feedsByName = Dictionary(feeds.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         var jobs: [TransferJob] = []
-        for feedPlan in plan.feeds {
-            guard let feed = feedsByName[feedPlan.name] else { continue }
-            let release = feedPlan.currentRelease ?? snapshot.feeds[feed.name]?.lastRelease ?? plan.now
-            if feedPlan.items.contains(where: { $0.status == .due }), snapshot.feeds[feed.name]?.lastRelease != release {
-                try? state.recordRelease(feed: feed.name, release: release)
-            }
-        }
+        try? ReleaseBook.begin(plan, snapshot, state)
         // Jobs from the plan's positions (indices into `feeds`, which the plan was made from):
         // no key is looked up, no Feed or Resource copied into a dictionary.
-        let releases = plan.feeds.map { $0.currentRelease ?? snapshot.feeds[$0.name]?.lastRelease ?? plan.now }
+        let releases = ReleaseBook.releases(plan, snapshot)
         let jobFeeds = feeds.map(JobFeed.init)
         jobs.reserveCapacity(plan.order.count)
         for (key, position) in zip(plan.order, plan.positions) {
@@ -118,10 +111,11 @@ struct RunPass {
             }
         } else if let (after, snapshotAfter, _) = makePlan() {
             nextWakeup = Self.nextWakeup(after, recheck: DaemonCommand.recheckSeconds)
-            for feedPlan in after.feeds where !feedPlan.items.contains(where: { [.due, .waiting, .backoff].contains($0.status) }) {
-                if snapshotAfter.feeds[feedPlan.name]?.lastReleaseFinished == nil, snapshotAfter.feeds[feedPlan.name]?.lastRelease != nil {
-                    try? state.recordReleaseFinished(feed: feedPlan.name, at: clock())
-                }
+            // A release just finished: a feed with neither schedule nor window now has its next
+            // release, which the plan made before could not know of.
+            if (try? ReleaseBook.finish(after, snapshotAfter, state, at: clock())) == true, wantsNextWakeup,
+               let (again, _, _) = makePlan() {
+                nextWakeup = Self.nextWakeup(again, recheck: DaemonCommand.recheckSeconds)
             }
         }
         if !stopRequested() {

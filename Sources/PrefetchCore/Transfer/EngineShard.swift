@@ -12,6 +12,8 @@ final class EngineShard: @unchecked Sendable {
     private let clock: () -> Instant
     /// This boot's id, recorded with every partial.
     private let bootID: String
+    /// Backoff jitter's draws.
+    private var random = SystemRandomNumberGenerator()
     private let multi: CurlMulti
     /// This shard's share of `concurrency` and of `per_host`, and which of `shards` it is
     /// (a feed's `limits.concurrency` is shared out the same way): the shares add up to
@@ -389,55 +391,39 @@ final class EngineShard: @unchecked Sendable {
             }
         }
         let now = clock()
-        switch failure.kind {
-        case .diskFull:
+        let decision = RetryDecision.after(failure, failures: job.failures + 1, policy: job.feed.retry, now: now, using: &random)
+        if failure.kind == .diskFull {
             summary.diskFull = true
             board.diskFull = true
             summary.paused += 1
             board.emit(.paused(job.key, reason: "disk full", offset: transfer?.syncedOffset ?? 0))
             return
-        case .permanent:
-            record { state in try state.recordFailure(job.key, urlHash: job.urlHash, entry: job.entry, release: job.release,
-                                                      error: failure.message, permanent: true, nextRetry: nil, at: now) }
-            report(job, failure.message, retryAt: nil)
-        case .mismatch, .transient:
-            let failures = job.failures + 1
-            let exhausted = failures >= job.feed.retry.attempts
-            var wait = failure.retryAfter.map { min($0, job.feed.retry.maxBackoff.seconds) } ?? Self.backoff(failures, job.feed.retry)
-            if failure.discardPartial && failure.kind == .transient && transfer != nil && failure.httpStatus == 416 { wait = 0 }
-            let retryAt = exhausted ? nil : now.advanced(bySeconds: wait)
-            record { state in try state.recordFailure(job.key, urlHash: job.urlHash, entry: job.entry, release: job.release,
-                                                      error: failure.message, permanent: false, nextRetry: retryAt, at: now) }
-            if failure.kind == .transient, !exhausted, wait <= 60, let retryAt {
-                var again = job
-                again.failures = failures
-                again.notBefore = retryAt
-                // FAULTS 4: the retry keeps the good bytes (curl's --retry throws them away).
-                if let transfer, !failure.discardPartial, transfer.syncedOffset > 0 {
-                    again.partial = transfer.partialRecord(syncedOffset: transfer.syncedOffset, at: now)
-                } else if failure.discardPartial {
-                    again.partial = nil
-                }
-                board.retry(again)
-                board.emit(.retrying(job.key, message: failure.message, after: wait))
-                return
-            }
-            report(job, failure.message, retryAt: retryAt)
         }
+        // A permanent error is recorded as such; exhausted attempts are failures without a next retry.
+        record { state in try state.recordFailure(job.key, urlHash: job.urlHash, entry: job.entry, release: job.release,
+                                                  error: failure.message, permanent: failure.kind == .permanent,
+                                                  nextRetry: decision.nextRetry, at: now) }
+        if decision.inRun, let retryAt = decision.nextRetry {
+            var again = job
+            again.failures = job.failures + 1
+            again.notBefore = retryAt
+            // FAULTS 4: the retry keeps the good bytes (curl's --retry throws them away).
+            if let transfer, !failure.discardPartial, transfer.syncedOffset > 0 {
+                again.partial = transfer.partialRecord(syncedOffset: transfer.syncedOffset, at: now)
+            } else if failure.discardPartial {
+                again.partial = nil
+            }
+            board.retry(again)
+            board.emit(.retrying(job.key, message: failure.message, after: decision.wait))
+            return
+        }
+        report(job, failure.message, retryAt: decision.nextRetry)
     }
 
     private func report(_ job: TransferJob, _ message: String, retryAt: Instant?) {
         summary.failed += 1
         summary.failures.append((job.key, message))
         board.emit(.failed(job.key, message: message, retryAt: retryAt))
-    }
-
-    /// Exponential backoff with jitter: `backoff · 2^(n-1)`, capped, then a uniform draw
-    /// from its upper half so a fleet does not retry in step.
-    static func backoff(_ failures: Int, _ policy: RetryPolicy) -> Int64 {
-        let base = Double(policy.backoff.seconds) * pow(2, Double(max(0, failures - 1)))
-        let capped = min(base, Double(policy.maxBackoff.seconds))
-        return Int64((capped * Double.random(in: 0.5...1.0)).rounded(.up))
     }
 
     // MARK: Pausing and durability

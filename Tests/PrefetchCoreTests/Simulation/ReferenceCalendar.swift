@@ -262,6 +262,18 @@ struct ReferenceCalendar: Sendable {
         return (best.open, best.close)
     }
 
+    /// Every non-empty window occurrence [open, close) after jitter that meets [from, to),
+    /// sorted by opening (a simulation over weeks asks `isOpen` thousands of times: it looks
+    /// them up here instead). Nil when always open.
+    func openIntervals(from: Int64, to: Int64) -> [(open: Int64, close: Int64)]? {
+        if alwaysOpen { return nil }
+        let table = ReferenceOffsets(zone: zone, from: from - 4 * Self.day, to: to + 4 * Self.day)
+        let first = ReferenceCivil.floorDiv(table.localSeconds(at: from), Self.day) - 2
+        let last = ReferenceCivil.floorDiv(table.localSeconds(at: to), Self.day) + 1
+        return occurrences(days: first, last, table).filter { $0.open < $0.close && $0.close > from && $0.open < to }
+            .map { ($0.open, $0.close) }.sorted { $0.open < $1.open }
+    }
+
     /// Whether transfers may run at instant t: some window occurrence contains t.
     func isOpen(at t: Int64) -> Bool { openInterval(at: t) != nil }
 
