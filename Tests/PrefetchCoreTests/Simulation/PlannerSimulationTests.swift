@@ -159,11 +159,16 @@ struct Simulation {
         // 4. The releases the pass finished, as the reference sees them.
         var (after, snapshotAfter) = try planned(at: now)
         if try ReleaseBook.finish(after, snapshotAfter, store, at: now) { (after, snapshotAfter) = try planned(at: now) }
+        // SPEC §5: a release is finished when every resource it made due has been validated since
+        // it began or failed for it; one waiting for its window, jitter, a condition or a retry
+        // keeps it open, one under embargo or expired does not.
         let open = feed.items.enumerated().contains { index, item in
             let (status, why) = reference.status(item, histories[index], feedHistory, at: now, metered: metered, onAC: onAC)
-            return ReleaseBook.keepsReleaseOpen(PlanItem(feed: "", path: "", url: "", status: status, reason: why, next: nil, bytes: nil,
-                                                         remaining: nil, priority: .normal, windowEnd: nil, estimatedFinish: nil,
-                                                         fits: nil, error: nil, startOrder: nil))
+            switch status {
+            case .due, .waiting, .backoff: return true
+            case .deferred: return why != "embargo"
+            case .fresh, .failed, .expired: return false
+            }
         }
         if !open, feedHistory.lastRelease != nil, feedHistory.lastFinished == nil { feedHistory.lastFinished = now }
         let recorded = try store.feedStates()[feed.name]
