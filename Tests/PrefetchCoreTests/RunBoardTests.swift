@@ -31,6 +31,34 @@ import Testing
                          onEvent: { events.all.append($0) }), folder)
     }
 
+    /// A retry within the run starts only if its feed may still transfer at that moment — its
+    /// window may have closed since the last periodic check (every 2 s), and a retry then
+    /// began outside it — and never after its resource expired.
+    @Test func aRetryIsCheckedWhenItStartsNotOnlyEveryTwoSeconds() throws {
+        var jobs = Self.jobs(feed: "a", concurrency: 2, count: 2)
+        let closed = SharedFlag()
+        let (board, _) = try Self.board([jobs[0]], shards: 1, stopped: { _ in closed.value ? "window closed" : nil })
+        #expect(board.stoppedFeeds(now: Date()).isEmpty)   // the periodic check: open
+        #expect(board.next(now: 0) { _ in .start }?.key.path == "a0.bin")
+        closed.value = true                                 // the window closes
+        var retry = jobs[0]
+        retry.failures = 1
+        retry.notBefore = Instant(seconds: 5)
+        board.retry(retry)
+        #expect(board.next(now: Instant(seconds: 6)) { _ in .start } == nil, "a retry started after the window closed")
+        #expect(board.drained)
+        // Expired while the retry waited: not started either.
+        var resource = jobs[1].resource
+        resource.expires = Instant(seconds: 10)
+        jobs[1] = TransferJob(feed: jobs[1].feed, resource: resource, key: jobs[1].key, urlHash: jobs[1].urlHash, entry: jobs[1].entry,
+                              release: 0, cachedValidators: nil, partial: nil, failures: 1, notBefore: Instant(seconds: 9))
+        let (other, _) = try Self.board([jobs[1]], shards: 1)
+        #expect(other.next(now: Instant(seconds: 11)) { _ in .start } == nil, "an expired resource was started")
+        #expect(other.drained)
+    }
+
+    final class SharedFlag: @unchecked Sendable { var value = false }
+
     @Test func jobsComeInPlanOrderWhicheverShardAsks() throws {
         let (board, _) = try Self.board(Self.jobs(feed: "a", concurrency: 2, count: 3))
         #expect(board.next(now: 0) { _ in .start }?.key.path == "a0.bin")  // one shard

@@ -116,6 +116,25 @@ final class RunBoard: @unchecked Sendable {
                     passed += 1
                     continue
                 }
+                // Nothing starts after its resource expired (a retry may have waited past it).
+                if let expires = queue[index].resource.expires, expires <= now {
+                    take(index)
+                    continue
+                }
+                // A retry starts only if its feed may still transfer now: the periodic check
+                // (every 2 s) may not have seen its window close, or a condition go, yet.
+                if queue[index].notBefore != .distantPast, let reason = pauseReason(feedQueues[f].feed.feed) {
+                    stopped[feedQueues[f].feed.name] = reason
+                    for later in jobs[(position - 1)...] where !taken[later] {
+                        take(later)
+                        // A retry that will not start now is paused, its partial kept.
+                        if queue[later].notBefore != .distantPast {
+                            emit(.paused(queue[later].key, reason: reason, offset: queue[later].partial?.syncedOffset ?? 0))
+                        }
+                    }
+                    feedQueues[f].head = jobs.count
+                    break scan
+                }
                 switch admit(queue[index]) {
                 case .start:
                     best = index
