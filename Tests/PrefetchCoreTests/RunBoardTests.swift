@@ -38,7 +38,7 @@ import Testing
         var jobs = Self.jobs(feed: "a", concurrency: 2, count: 2)
         let closed = SharedFlag()
         let (board, _) = try Self.board([jobs[0]], shards: 1, stopped: { _ in closed.value ? "window closed" : nil })
-        #expect(board.stoppedFeeds(now: Date()).isEmpty)   // the periodic check: open
+        #expect(board.stoppedFeeds(now: Date(), clock: 0).isEmpty)   // the periodic check: open
         #expect(board.next(now: 0) { _ in .start }?.key.path == "a0.bin")
         closed.value = true                                 // the window closes
         var retry = jobs[0]
@@ -145,15 +145,28 @@ import Testing
             asked += 1
             return feed.name == "a" ? "window closed" : nil
         })
-        #expect(board.stoppedFeeds(now: Date()) == ["a": "window closed"])
+        #expect(board.stoppedFeeds(now: Date(), clock: 0) == ["a": "window closed"])
         #expect(asked == 2)
-        #expect(board.stoppedFeeds(now: Date()) == ["a": "window closed"])
+        #expect(board.stoppedFeeds(now: Date(), clock: 0) == ["a": "window closed"])
         #expect(asked == 2, "feeds are asked again only after 2 s")
-        #expect(board.stoppedFeeds(now: Date().addingTimeInterval(3)) == ["a": "window closed"])
+        #expect(board.stoppedFeeds(now: Date().addingTimeInterval(3), clock: 0) == ["a": "window closed"])
         #expect(asked == 3, "a paused feed is not asked again; the other is")
         #expect(board.next(now: 0) { _ in .start }?.key.path == "b0.bin")
         #expect(board.next(now: 0) { _ in .start }?.key.path == "b1.bin")
         #expect(board.next(now: 0) { _ in .start } == nil && board.drained)
+    }
+
+    /// A feed's window end, known from the plan, pauses it at the first look at or after it,
+    /// without waiting for the 2-second check of its conditions.
+    @Test func aWindowsEndPausesItsFeedAtOnce() throws {
+        var asked = 0
+        let jobs = Self.jobs(feed: "a", concurrency: 8, count: 2)
+        jobs[0].feed.windowEnd = Instant(seconds: 100)
+        let (board, _) = try Self.board(jobs, stopped: { _ in asked += 1; return nil })
+        let now = Date()
+        #expect(board.stoppedFeeds(now: now, clock: Instant(seconds: 99)).isEmpty)
+        #expect(board.stoppedFeeds(now: now, clock: Instant(seconds: 100)) == ["a": "window closed"], "the end is exclusive")
+        #expect(asked == 1, "no condition check was needed for it")
     }
 
     @Test func progressLinesJoinTheShardsAndDropWhatEnded() throws {

@@ -57,6 +57,9 @@ struct RunPass {
         // no key is looked up, no Feed or Resource copied into a dictionary.
         let releases = ReleaseBook.releases(plan, snapshot)
         let jobFeeds = feeds.map(JobFeed.init)
+        for (jobFeed, feedPlan) in zip(jobFeeds, plan.feeds) {
+            jobFeed.windowEnd = feedPlan.items.first { $0.status == .due }?.windowEnd
+        }
         jobs.reserveCapacity(plan.order.count)
         for (key, position) in zip(plan.order, plan.positions) {
             let feed = jobFeeds[position.feed]

@@ -112,9 +112,9 @@ final class EngineShard: @unchecked Sendable {
                 for transfer in Array(active.values) { pause(transfer, reason: reason) }
                 break
             }
-            if Date().timeIntervalSince(lastPauseCheck) >= 0.5 {  // the board asks about each feed every 2 s
+            if Date().timeIntervalSince(lastPauseCheck) >= 0.25 {  // window ends each look, conditions every 2 s
                 lastPauseCheck = Date()
-                let stopped = board.stoppedFeeds(now: lastPauseCheck)
+                let stopped = board.stoppedFeeds(now: lastPauseCheck, clock: clock())
                 if !stopped.isEmpty {
                     for transfer in Array(active.values) {
                         if let reason = stopped[transfer.job.feed.name] { pause(transfer, reason: reason) }

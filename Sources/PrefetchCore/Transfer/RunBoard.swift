@@ -178,11 +178,16 @@ final class RunBoard: @unchecked Sendable {
         return left == 0
     }
 
-    /// The feeds paused in this run, with why. `pauseReason` is asked for each feed at most
-    /// every 2 s, by whichever shard comes by first; a paused feed stays paused.
-    func stoppedFeeds(now: Date) -> [String: String] {
+    /// The feeds paused in this run, with why. A feed whose window ends by `clock` (the run's
+    /// clock) is paused at once; `pauseReason` (conditions, and the window as it sees it) is
+    /// asked for each feed at most every 2 s, by whichever shard comes by first; a paused feed
+    /// stays paused.
+    func stoppedFeeds(now: Date, clock: Instant) -> [String: String] {
         queueLock.lock()
         defer { queueLock.unlock() }
+        for feed in feeds where stopped[feed.name] == nil {
+            if let end = feed.windowEnd, end <= clock { stopped[feed.name] = "window closed" }
+        }
         if now.timeIntervalSince(lastPauseCheck) >= 2 {
             lastPauseCheck = now
             for feed in feeds where stopped[feed.name] == nil {

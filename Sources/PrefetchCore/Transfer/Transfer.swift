@@ -38,6 +38,9 @@ extension TransferJob {
 /// copy (and retain, and release) a whole manifest entry per job.
 final class JobFeed {
     let feed: Feed
+    /// When the window this run's transfers of the feed run in closes (nil: it never does):
+    /// they are paused then, checked at every look the engine takes, not only every 2 s.
+    var windowEnd: Instant?
     var name: String { feed.name }
     var limits: FeedLimits { feed.limits }
     var retry: RetryPolicy { feed.retry }
