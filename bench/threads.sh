@@ -8,6 +8,8 @@
 #   N=21              rounds
 #   THREADS="1 2"     the thread counts compared ("auto": prefetch decides)
 #   BIN=path          the prefetch binary (default: scripts/build-release builds it)
+#   BINS="a=path b=path"  compare binaries instead (before and after a change), each on the
+#                     first of THREADS, in alternating rounds the same way
 #
 # It reuses the content bench/transfer.sh generates in bench/out/transfer/www (run that
 # once first) and starts its own nginx on the first free port from 8890.
@@ -18,7 +20,14 @@ THREADS=${THREADS:-1 2}
 WWW=bench/out/transfer/www
 export PATH="$PATH:/usr/sbin:/sbin"
 [ -d "$WWW/small" ] || { echo "bench/threads.sh: no $WWW/small: run bench/transfer.sh once first" >&2; exit 1; }
-BIN=${BIN:-$(scripts/build-release)}
+if [ -n "${BINS:-}" ]; then BIN=""; else BIN=${BIN:-$(scripts/build-release)}; fi
+# The variants: "label=binary=threads" each.
+VARIANTS=()
+if [ -n "${BINS:-}" ]; then
+    for pair in $BINS; do VARIANTS+=("${pair%%=*}=${pair#*=}=${THREADS%% *}"); done
+else
+    for t in $THREADS; do VARIANTS+=("threads: $t=$BIN=$t"); done
+fi
 command -v curl >/dev/null && command -v nginx >/dev/null || scripts/setup curl nginx-light
 
 port=8890
@@ -40,22 +49,23 @@ find "$WWW/small" -maxdepth 1 -name 'f*.bin' -printf '%f\n' | sort | awk -v url=
 ms() { awk -v a="$1" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e6 }'; }
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 variant_env() { [ "$1" = auto ] && echo "PREFETCH_TRANSFER_THREADS=" || echo "PREFETCH_TRANSFER_THREADS=$1"; }
-run_prefetch() {  # THREADS CACHE [offset]
-    env "$(variant_env "$1")" PREFETCH_CLOCK_OFFSET="${3:-0s}" "$BIN" run --feeds "$work/feeds" --cache "$2" --config "$work/config.yaml" --quiet >/dev/null 2>"$work/err" ||
-        { echo "bench/threads.sh: prefetch ($1 threads) failed: $(head -c 300 "$work/err")" >&2; exit 1; }
+run_prefetch() {  # VARIANT CACHE [offset]
+    local rest=${1#*=}
+    env "$(variant_env "${rest##*=}")" PREFETCH_CLOCK_OFFSET="${3:-0s}" "${rest%=*}" run --feeds "$work/feeds" --cache "$2" --config "$work/config.yaml" --quiet >/dev/null 2>"$work/err" ||
+        { echo "bench/threads.sh: prefetch (${1%%=*}) failed: $(head -c 300 "$work/err")" >&2; exit 1; }
 }
 
 declare -A B C
 CURL=""
-echo "bench/threads.sh: $N rounds of (b) and (c), threads: $THREADS; $files files from $url" >&2
-for t in $THREADS; do run_prefetch "$t" "$work/c-$t"; done  # each (c) cache, filled once
+echo "bench/threads.sh: $N rounds of (b) and (c), ${#VARIANTS[@]} variants; $files files from $url" >&2
+for i in "${!VARIANTS[@]}"; do run_prefetch "${VARIANTS[$i]}" "$work/c-$i"; done  # each (c) cache, filled once
 for ((round = 0; round <= N; round++)); do
-    for t in $THREADS; do
+    for i in "${!VARIANTS[@]}"; do
         rm -rf "$work/b"; sync
-        t0=$(date +%s%N); run_prefetch "$t" "$work/b"; b=$(ms "$t0")
+        t0=$(date +%s%N); run_prefetch "${VARIANTS[$i]}" "$work/b"; b=$(ms "$t0")
         sync
-        t0=$(date +%s%N); run_prefetch "$t" "$work/c-$t" "+$((2 * (round + 1)))h"; c=$(ms "$t0")
-        [ "$round" -gt 0 ] && { B[$t]+="$b "; C[$t]+="$c "; }
+        t0=$(date +%s%N); run_prefetch "${VARIANTS[$i]}" "$work/c-$i" "+$((2 * (round + 1)))h"; c=$(ms "$t0")
+        [ "$round" -gt 0 ] && { B[$i]+="$b "; C[$i]+="$c "; }
     done
     rm -rf "$work/curl"; mkdir -p "$work/curl"; sync
     t0=$(date +%s%N)
@@ -67,10 +77,10 @@ done
 
 curl_ms=$(printf '%s\n' $CURL | median)
 echo "prefetch (b) and (c) by transfer threads, against curl's (b); medians of $N alternating rounds on tmpfs"
-echo "machine: $(nproc) cores; prefetch: $BIN"
+echo "machine: $(nproc) cores"
 printf '%-28s %10s %10s %10s\n' "" "(b) ms" "x curl" "(c) ms"
 printf '%-28s %10s %10s %10s\n' "curl --parallel-max 16" "$curl_ms" "1.00" "-"
-for t in $THREADS; do
-    b=$(printf '%s\n' ${B[$t]} | median); c=$(printf '%s\n' ${C[$t]} | median)
-    printf '%-28s %10s %10s %10s\n' "prefetch, threads: $t" "$b" "$(awk -v a="$b" -v b="$curl_ms" 'BEGIN { printf "%.3f", a / b }')" "$c"
+for i in "${!VARIANTS[@]}"; do
+    b=$(printf '%s\n' ${B[$i]} | median); c=$(printf '%s\n' ${C[$i]} | median)
+    printf '%-28s %10s %10s %10s\n' "prefetch, ${VARIANTS[$i]%%=*}" "$b" "$(awk -v a="$b" -v b="$curl_ms" 'BEGIN { printf "%.3f", a / b }')" "$c"
 done
