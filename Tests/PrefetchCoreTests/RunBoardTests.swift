@@ -12,7 +12,7 @@ import Testing
         let feed = JobFeed(PlannerTests.feed(yaml))
         return feed.feed.resources.map { resource in
             TransferJob(feed: feed, resource: resource, key: ResourceKey(feed: name, path: resource.path),
-                        urlHash: resource.url.identityHash, entry: resource.fingerprint, release: 0, cachedValidators: nil, partial: nil, failures: 0)
+                        urlHash: resource.url.identityHash, release: 0, cachedValidators: nil, partial: nil, failures: 0)
         }
     }
 
@@ -50,7 +50,7 @@ import Testing
         // Expired while the retry waited: not started either.
         var resource = jobs[1].resource
         resource.expires = Instant(seconds: 10)
-        jobs[1] = TransferJob(feed: jobs[1].feed, resource: resource, key: jobs[1].key, urlHash: jobs[1].urlHash, entry: jobs[1].entry,
+        jobs[1] = TransferJob(feed: jobs[1].feed, resource: resource, key: jobs[1].key, urlHash: jobs[1].urlHash,
                               release: 0, cachedValidators: nil, partial: nil, failures: 1, notBefore: Instant(seconds: 9))
         let (other, _) = try Self.board([jobs[1]], shards: 1)
         #expect(other.next(now: Instant(seconds: 11)) { _ in .start } == nil, "an expired resource was started")

@@ -117,13 +117,13 @@ public struct Resource: Sendable {
 extension Resource {
     /// The manifest entry as far as a cached copy and its failures depend on it: the URL's
     /// identity (no query), `sha256` and `size`. A failure recorded for another fingerprint
-    /// is of an entry since changed: its attempts start afresh (SPEC §5).
+    /// is of an entry since changed: its attempts start afresh (SPEC §5). Plain text, not
+    /// hashed again: it is made for every job of a run, and stored only with a failure.
     public var fingerprint: String { fingerprint(identity: "") }
 
     /// The fingerprint, given the URL's identity hash when the caller has it ("" when not).
     public func fingerprint(identity: String) -> String {
-        var text = (identity.isEmpty ? url.identityHash : identity) + "\n" + (sha256 ?? "") + "\n" + (size.map(String.init) ?? "")
-        return text.withUTF8 { SHA256.hexDigest(UnsafeRawBufferPointer($0)) }
+        (identity.isEmpty ? url.identityHash : identity) + ":" + (sha256 ?? "") + ":" + (size.map(String.init) ?? "")
     }
 }
 

@@ -67,13 +67,13 @@ struct RunPass {
             let recorded = snapshot.resources[key]
             let release = releases[position.feed]
             let urlHash = resource.url.identityHash
-            let entry = resource.fingerprint(identity: urlHash)
             let sameURL = recorded.map { resource.url.matches(recorded: $0.urlHash, identity: urlHash) } ?? false
             // A copy of another version of the entry is never revalidated: a 304 would keep it.
             let current = recorded.map { sameURL && !Planner.copyIsOfAnotherEntry(resource, $0, sameURL: sameURL) } ?? false
-            let failuresCount = recorded?.failureRelease == release && (recorded?.failureEntry.map { $0 == entry } ?? sameURL)
+            let failuresCount = recorded?.failureRelease == release
+                && (recorded?.failureEntry.map { $0 == resource.fingerprint(identity: urlHash) } ?? sameURL)
             jobs.append(TransferJob(
-                feed: feed, resource: resource, key: key, urlHash: urlHash, entry: entry, release: release,
+                feed: feed, resource: resource, key: key, urlHash: urlHash, release: release,
                 cachedValidators: cached.contains(key) && current ? recorded?.validators : nil,
                 cachedLength: recorded?.length,
                 partial: recorded?.partial,

@@ -469,8 +469,8 @@ final class EngineShard: @unchecked Sendable {
     /// committed fails its transfer (a full disk pauses the run), so no partial grows
     /// beyond 1 MiB that a later run could not trust.
     private func recordNewPartials() {
+        guard active.values.contains(where: \.needsRecord) else { return }  // the common case: no allocation
         let starting = active.values.filter(\.needsRecord)
-        guard !starting.isEmpty else { return }
         let now = clock()
         for transfer in starting {
             transfer.recordRequested = true

@@ -129,7 +129,8 @@ enum ResponseRules {
 
     /// `onDisk`: the partial's bytes now (those kept from before, and what this response
     /// wrote); `cleanly`: libcurl finished the exchange without an error (`cut` says which).
-    static func onEnd(_ request: Request, _ head: Head, onDisk: UInt64, cleanly: Bool, cut: String, now: Date) -> OnEnd {
+    static func onEnd(_ request: Request, _ head: Head, onDisk: UInt64, cleanly: Bool, cut: @autoclosure () -> String,
+                      now: @autoclosure () -> Date) -> OnEnd {
         let status = head.status
         if (300..<400).contains(status), status != 304 { return .redirect }
         if status == 304 {
@@ -156,7 +157,7 @@ enum ResponseRules {
         if (200..<300).contains(status) {
             guard cleanly else {
                 // FAULTS 1, 12, 17: the connection dropped or stalled; keep what arrived.
-                return .failed(failure(.transient, cut, discard: false, head))
+                return .failed(failure(.transient, cut(), discard: false, head))
             }
             return complete(request, head, onDisk: onDisk)
         }
@@ -165,7 +166,7 @@ enum ResponseRules {
             return .failed(failure(.permanent, "HTTP \(status)", discard: false, head))
         case 408, 429, 503:  // 408 Request Timeout is transient too, as for curl --retry
             var failed = failure(.transient, "HTTP \(status)", discard: false, head)
-            failed.retryAfter = retryAfter(head.retryAfter, now: now)
+            failed.retryAfter = retryAfter(head.retryAfter, now: now())
             return .failed(failed)
         case 500..<600:
             return .failed(failure(.transient, "HTTP \(status)", discard: false, head))

@@ -9,8 +9,9 @@ struct TransferJob {
     let key: ResourceKey
     /// The URL's identity hash, as state.db records it.
     let urlHash: String
-    /// The manifest entry's fingerprint (failures count for it only).
-    let entry: String
+    /// The manifest entry's fingerprint (failures count for it only): made when a failure is
+    /// recorded, not carried by every job.
+    var entry: String { resource.fingerprint(identity: urlHash) }
     /// The release the attempt belongs to (failures count within it).
     let release: Instant
     /// Validators of the cached copy, for a conditional request (revalidation).
