@@ -146,7 +146,7 @@ struct Simulation {
         }
         try ReleaseBook.begin(plan, snapshot, store)
         if feedPlan.items.contains(where: { $0.status == .due }), feedHistory.lastRelease != expectedRelease {
-            let firstSeen = feed.mode == .neither && feedHistory.lastRelease == nil
+            let firstSeen = feed.mode == .neither && feedHistory.lastRelease == nil ? now : nil
             feedHistory = ReferencePlanner.FeedHistory(lastRelease: expectedRelease, lastFinished: nil, firstSeen: firstSeen)
         }
         // 3. The transfers, in the plan's order, each with its outcome.

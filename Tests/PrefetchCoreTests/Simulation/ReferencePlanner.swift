@@ -32,8 +32,9 @@ struct ReferencePlanner {
         var lastRelease: Instant?
         var lastFinished: Instant?
         /// The release in force is the one pending since the feed was first seen (a feed with
-        /// neither schedule nor window): it began at once, so no jitter delays it.
-        var firstSeen = false
+        /// neither schedule nor window), at this moment: it began then, so no jitter delays
+        /// it — from then on (a clock set back to before it sees it not begun yet).
+        var firstSeen: Instant?
     }
 
     init(_ feed: SimulatedFeed, from: Int64, to: Int64) {
@@ -75,11 +76,11 @@ struct ReferencePlanner {
 
     /// When transfers of the release at `release` may begin: its jitter after it (a window's
     /// own openings are jittered by the calendar); the first release of a feed with neither,
-    /// pending since it was first seen, is due at once — for its whole life, retries included
-    /// (jitter delays the start of a release, once).
+    /// pending since it was first seen, at the moment it was first seen — due at once, for its
+    /// whole life, retries included (jitter delays the start of a release, once).
     func gate(_ release: Instant?, _ history: FeedHistory) -> Instant? {
         guard let release, feed.mode != .windows else { return nil }
-        if feed.mode == .neither, history.firstSeen, release == history.lastRelease { return nil }
+        if feed.mode == .neither, let seen = history.firstSeen, release == history.lastRelease { return seen }
         return release.advanced(bySeconds: jitter)
     }
 
