@@ -94,6 +94,7 @@ struct Simulation {
     /// The simulation, run by run; the first counterexample, or nil.
     mutating func run() -> String? {
         var now = Instant(seconds: start).advanced(byNanoseconds: Int64(random.next() % 1_000_000_000))
+        var latest = now
         while now.seconds < end {
             do {
                 if let failure = try pass(at: &now) { return failure }
@@ -107,6 +108,10 @@ struct Simulation {
             let gap: Int64 = draw < 70 ? Int64(60 + random.next() % 5400) : draw < 93 ? Int64(random.next() % 21_600)
                 : draw < 97 ? Int64(86_400 + random.next() % (3 * 86_400)) : -Int64(random.next() % 1800)
             now = now.advanced(bySeconds: gap).advanced(byNanoseconds: Int64(random.next() % 1_000_000_000))
+            // Set back at most 45 minutes behind the latest moment seen: within the hour that the
+            // planner still believes recorded times (deeper set-backs have their own tests).
+            now = max(now, latest.advanced(bySeconds: -2700))
+            latest = max(latest, now)
             if random.next() % 100 < 15 { metered.toggle() }
             if random.next() % 100 < 15 { onAC.toggle() }
             if random.next() % 100 < 3 { changeAnEntry() }
