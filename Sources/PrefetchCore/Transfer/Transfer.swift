@@ -168,8 +168,9 @@ final class Transfer {
     private var asked = ResponseRules.Request()
 
     // The response being received.
-    private var status = 0
-    private var headers = ResponseHeaders()
+    /// The response's head as it arrives (the status line resets it: redirects, 100-continue).
+    private var head = ResponseRules.Head(status: 0)
+    private var status: Int { head.status }
     private var decided = false
     private var callbackFailure: TransferFailure?
 
@@ -267,8 +268,7 @@ final class Transfer {
 
     /// Configures the easy handle for the current URL. Throws for a missing `${VAR}`.
     func configure(config: Config, environment: [String: String]) throws(TransferFailure) {
-        status = 0
-        headers = ResponseHeaders()
+        head = ResponseRules.Head(status: 0)
         rangeEnd = nil
         decided = false
         var lines = ["Accept-Encoding: identity"]  // ranges must refer to the stored bytes (FAULTS 15)
@@ -387,7 +387,7 @@ final class Transfer {
 
     // MARK: Callbacks (on the engine's thread, inside curl_multi_perform)
 
-    /// The response headers prefetch reads, in `ResponseHeaders.set`'s order; others are
+    /// The response headers prefetch reads, in `ResponseRules.Head.set`'s order; others are
     /// skipped without building strings.
     private static let wantedHeaders: [[UInt8]] =
         ["content-length", "content-range", "etag", "last-modified", "location", "retry-after", "content-encoding"].map { Array($0.utf8) }
@@ -407,8 +407,7 @@ final class Transfer {
                 index += 1
                 digits += 1
             }
-            status = digits == 3 ? code : 0
-            headers = ResponseHeaders()
+            head = ResponseRules.Head(status: digits == 3 ? code : 0)
             return
         }
         var colon = 0
@@ -421,7 +420,7 @@ final class Transfer {
             var start = colon + 1, stop = end
             while start < stop, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
             while stop > start, bytes[stop - 1] == 0x20 || bytes[stop - 1] == 0x09 { stop -= 1 }
-            headers.set(index, String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<stop]), as: UTF8.self))
+            head.set(index, String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<stop]), as: UTF8.self))
             return
         }
     }
@@ -496,13 +495,6 @@ final class Transfer {
         return writtenOffset
     }
 
-    /// The head of the response, as the rules read it.
-    private var head: ResponseRules.Head {
-        ResponseRules.Head(status: status, etag: headers.etag, lastModified: headers.lastModified, contentRange: headers.contentRange,
-                           contentLength: headers.contentLength.flatMap { UInt64($0) }, contentEncoding: headers.contentEncoding,
-                           retryAfter: headers.retryAfter)
-    }
-
     /// A 2xx body begins: `ResponseRules.onHead` says whether it is written, after the
     /// partial (a 206 continuing it) or from zero (FAULTS 5, 6: never appended otherwise).
     private func decideOnFirstByte() {
@@ -530,7 +522,7 @@ final class Transfer {
         }
         // A new version starts: its validators belong to the partial (SPEC §5).
         if status != 206 || partialValidators == Validators() {
-            partialValidators = Validators(etag: headers.etag, lastModified: headers.lastModified)
+            partialValidators = Validators(etag: head.etag, lastModified: head.lastModified)
         }
         // A body begins: its record (these validators, this boot) is written before it grows.
         recordCommitted = false
@@ -574,7 +566,7 @@ final class Transfer {
         if let error = body?.flush() { return .failed(Self.writeFailure(error, status: status)) }
         switch ResponseRules.onEnd(asked, head, onDisk: offset, cleanly: curlCode == CurlGlobal.ok, cut: easy.describe(curlCode), now: Date()) {
         case .redirect:
-            guard let target = easy.redirectURL ?? headers.location else {
+            guard let target = easy.redirectURL ?? head.location else {
                 return .failed(permanent("HTTP \(status) without a usable Location", status))
             }
             return followRedirect(to: target, status: status, maxRedirects: maxRedirects)
@@ -617,29 +609,4 @@ final class Transfer {
         return .redirect(parsed.text)
     }
 
-}
-
-/// The response headers a transfer reads (the last of each name wins), kept without a
-/// dictionary: a response is parsed per request, thousands of times in a run.
-struct ResponseHeaders {
-    var contentLength: String?
-    var contentRange: String?
-    var etag: String?
-    var lastModified: String?
-    var location: String?
-    var retryAfter: String?
-    var contentEncoding: String?
-
-    /// Sets the header at `index` in `Transfer.wantedHeaders`.
-    mutating func set(_ index: Int, _ value: String) {
-        switch index {
-        case 0: contentLength = value
-        case 1: contentRange = value
-        case 2: etag = value
-        case 3: lastModified = value
-        case 4: location = value
-        case 5: retryAfter = value
-        default: contentEncoding = value
-        }
-    }
 }
