@@ -33,10 +33,10 @@ import Testing
         #expect(TransferEngine.threads(jobs: 3, capped: false, concurrency: 16, perHost: 16, requested: 8, cores: 1) == 3)
         #expect(TransferEngine.threads(jobs: 100, capped: false, concurrency: 2, perHost: 16, requested: 8, cores: 1) == 2)
         #expect(TransferEngine.threads(jobs: 100, capped: false, concurrency: 16, perHost: 16, requested: 1, cores: 8) == 1)
-        #expect(try TransferEngine.requestedThreads(environment: [:]) == nil)
-        #expect(try TransferEngine.requestedThreads(environment: ["PREFETCH_TRANSFER_THREADS": "3"]) == 3)
+        #expect(try Settings.transferThreads(environment: [:]) == nil)
+        #expect(try Settings.transferThreads(environment: ["PREFETCH_TRANSFER_THREADS": "3"]) == 3)
         for bad in ["0", "65", "two", "-1", "1.5"] {
-            #expect(throws: ValueError.self) { try TransferEngine.requestedThreads(environment: ["PREFETCH_TRANSFER_THREADS": bad]) }
+            #expect(throws: ValueError.self) { try Settings.transferThreads(environment: ["PREFETCH_TRANSFER_THREADS": bad]) }
         }
     }
 

@@ -68,11 +68,11 @@ public final class CacheFolder {
         guard case .success(let root) = FileDescriptor.open(path, flags: O_RDONLY | O_DIRECTORY) else {
             return .failure(.cannotWrite(path, Errno.current.description))
         }
-        switch SafePath.openFolders([".prefetch"], below: root, create: true) {
-        case .failure(let error): return .failure(.cannotWrite(path + "/.prefetch", error.description))
+        switch SafePath.openFolders([Substring(CacheLayout.meta)], below: root, create: true) {
+        case .failure(let error): return .failure(.cannotWrite(path + "/" + CacheLayout.meta, error.description))
         case .success(let meta):
-            switch SafePath.openFolders(["partial"], below: meta, create: true) {
-            case .failure(let error): return .failure(.cannotWrite(path + "/.prefetch/partial", error.description))
+            switch SafePath.openFolders([Substring(CacheLayout.partials)], below: meta, create: true) {
+            case .failure(let error): return .failure(.cannotWrite(path + "/" + CacheLayout.metaEntry(CacheLayout.partials), error.description))
             case .success(let partials):
                 return .success(CacheFolder(path: path, root: root, meta: meta, partials: partials))
             }
@@ -86,7 +86,7 @@ public final class CacheFolder {
         self.partials = partials
     }
 
-    public var statePath: String { StateStore.path(inCache: path) }
+    public var statePath: String { CacheLayout.statePath(inCache: path) }
 
     /// True when the cache lives in memory (tmpfs, ramfs): fsync returns at once there, so
     /// handing it to another thread would cost more than it saves.
@@ -98,8 +98,8 @@ public final class CacheFolder {
 
     /// Takes `.prefetch/lock` (flock). `wait: false` returns false when another writer holds it.
     public func lock(wait: Bool) -> Result<Bool, CacheError> {
-        guard case .success(let file) = FileDescriptor.open("lock", relativeTo: meta, flags: O_RDWR | O_CREAT, mode: 0o644) else {
-            return .failure(.cannotWrite(path + "/.prefetch/lock", Errno.current.description))
+        guard case .success(let file) = FileDescriptor.open(CacheLayout.lock, relativeTo: meta, flags: O_RDWR | O_CREAT, mode: 0o644) else {
+            return .failure(.cannotWrite(CacheLayout.lockPath(inCache: path), Errno.current.description))
         }
         let result = wait ? file.lock().map { true } : file.tryLock()
         switch result {
@@ -107,14 +107,13 @@ public final class CacheFolder {
             lockFile = file
             return .success(true)
         case .success(false): return .success(false)
-        case .failure(let error): return .failure(.cannotWrite(path + "/.prefetch/lock", error.description))
+        case .failure(let error): return .failure(.cannotWrite(CacheLayout.lockPath(inCache: path), error.description))
         }
     }
 
-    /// The partial's file name: a hash of feed and path, so any path fits one flat folder.
+    /// The partial's file name (`CacheLayout.partialName`).
     public static func partialName(feed: String, path: String) -> String {
-        var key = feed + "\0" + path
-        return key.withUTF8 { SHA256.hexDigest(UnsafeRawBufferPointer($0)) } + ".part"
+        CacheLayout.partialName(feed: feed, path: path)
     }
 
     /// Opens an existing partial for resuming, with its size and inode; nil when there is none.
@@ -135,16 +134,16 @@ public final class CacheFolder {
 
     /// Names of every partial on disk.
     func partialNames() -> [String] {
-        FileSystem.entries(in: partials).map(\.name).filter { $0.hasSuffix(".part") }
+        FileSystem.entries(in: partials).map(\.name).filter(CacheLayout.isPartial)
     }
 
     /// Moves state.db (and its `-wal`, `-shm`) aside as `state.db.unreadable-<seconds>`,
     /// inside `.prefetch/` as opened, never through a path string: a writer that cannot read
     /// the state rebuilds it (SPEC §5). Returns the name it was moved to.
     func moveStateAside(at seconds: Int64) -> Result<String, Errno> {
-        let aside = "state.db.unreadable-\(seconds)"
-        let moved = FileSystem.rename("state.db", in: meta, to: aside, in: meta)
-        for side in ["state.db-wal", "state.db-shm"] { _ = FileSystem.remove(side, in: meta) }
+        let aside = CacheLayout.state + ".unreadable-\(seconds)"
+        let moved = FileSystem.rename(CacheLayout.state, in: meta, to: aside, in: meta)
+        for side in CacheLayout.stateSideFiles { _ = FileSystem.remove(side, in: meta) }
         return moved.map { aside }
     }
 

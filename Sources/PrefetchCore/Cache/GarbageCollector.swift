@@ -96,8 +96,9 @@ public enum GarbageCollector {
 
     /// Partials of resources no longer listed, or untouched for 7 days.
     private static func abandonedPartials(below root: FileDescriptor, feeds: [Feed], realNow: Instant) -> [Removal] {
-        guard case .success(let partials) = SafePath.openFolders([".prefetch", "partial"], below: root, create: false) else { return [] }
-        let names = FileSystem.entries(in: partials).filter { $0.name.hasSuffix(".part") }
+        guard case .success(let partials) = SafePath.openFolders([Substring(CacheLayout.meta), Substring(CacheLayout.partials)],
+                                                                 below: root, create: false) else { return [] }
+        let names = FileSystem.entries(in: partials).filter { CacheLayout.isPartial($0.name) }
         guard !names.isEmpty else { return [] }
         var owned = Set<String>()  // partial names are hashes: computed only when there are partials
         for feed in feeds {
@@ -114,7 +115,7 @@ public enum GarbageCollector {
             } else {
                 continue
             }
-            removals.append(Removal(path: ".prefetch/partial/" + entry.name, reason: reason, key: nil,
+            removals.append(Removal(path: CacheLayout.metaEntry(CacheLayout.partials) + "/" + entry.name, reason: reason, key: nil,
                                     folder: partials, name: entry.name, above: []))
         }
         return removals

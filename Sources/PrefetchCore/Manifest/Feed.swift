@@ -126,19 +126,3 @@ extension Resource {
         (identity.isEmpty ? url.identityHash : identity) + ":" + (sha256 ?? "") + ":" + (size.map(String.init) ?? "")
     }
 }
-
-extension Feed {
-    /// Each listed resource's URL by key, looked up lazily (only an older state.db's
-    /// migration asks, once per recorded resource).
-    public static func urlLookup(_ feeds: [Feed]) -> StateStore.CurrentURL {
-        nonisolated(unsafe) var table: [ResourceKey: ResourceURL]?
-        return { key in
-            if table == nil {
-                var built: [ResourceKey: ResourceURL] = [:]
-                for feed in feeds { for resource in feed.resources { built[ResourceKey(feed: feed.name, path: resource.path)] = resource.url } }
-                table = built
-            }
-            return table?[key]
-        }
-    }
-}

@@ -207,17 +207,10 @@ public enum Planner {
     /// `metered budget used` when a metered link's daily budget does not cover this transfer.
     static func meteredBudgetBlock(_ feed: Feed, remaining: UInt64?, input: PlanInput, clock: ZoneClock) -> String? {
         guard input.conditions.metered, let budget = feed.conditions.meteredBudget else { return nil }
-        let used = input.state.meteredBytes[MeteredDay(feed: feed.name, day: localDay(input.now, clock: clock))] ?? 0
+        let used = input.state.meteredBytes[MeteredDay(feed: feed.name, day: LocalDay.label(input.now, clock: clock))] ?? 0
         if used >= budget.bytes { return "metered budget used" }
         if let remaining, used + remaining > budget.bytes { return "metered budget used" }
         return nil
-    }
-
-    /// `YYYY-MM-DD` of `instant` in the feed's zone: the day metered budgets count in.
-    public static func localDay(_ instant: Instant, clock: ZoneClock) -> String {
-        let c = clock.civil(at: instant.seconds)
-        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return "\(c.year)-\(two(c.month))-\(two(c.day))"
     }
 
     // MARK: Across feeds

@@ -7,15 +7,18 @@ struct RunPass {
     let feeds: [Feed]
     /// Every loaded feed: partials of the others are theirs, not abandoned.
     var allFeeds: [Feed]
-    let config: Config
+    let settings: Settings
     let cache: CacheFolder
     let state: StateStore
-    let environment: [String: String]
-    let assumptions: Assumptions
     let console: Console
+    var config: Config { settings.config }
     /// `daemon` needs the plan after the pass to know when to wake; `run` only needs it to
     /// tell which releases are finished, which it can often tell without it.
     var wantsNextWakeup = false
+
+    /// Work waiting on a condition (power, network, free space, a budget) is re-checked at
+    /// least this often: no clock says when it holds again.
+    static let recheckSeconds: Int64 = 60
 
     /// How a pass ended, and when there is next something to do.
     struct Outcome {
@@ -23,20 +26,17 @@ struct RunPass {
         let nextWakeup: Instant?
     }
 
-    /// The shifted system clock (`PREFETCH_CLOCK_OFFSET`, read once per pass).
-    var clock: () -> Instant {
-        let offset = (try? Clock.offset(environment: environment)) ?? .zero
-        return { Clock.realNow() + offset }
-    }
+    /// The shifted system clock (`PREFETCH_CLOCK_OFFSET`).
+    var clock: () -> Instant { { [settings] in settings.now() } }
 
     func execute(reporter: RunReporter, stopRequested: @escaping () -> Bool) -> Outcome {
         let started = Date()
         let clock = self.clock
         let probes = ConditionProbes()
-        let conditions = { assumptions.snapshot(probes, config: config, cache: config.cache) }
+        let conditions = { [settings] in settings.assumptions.snapshot(probes, config: settings.config, cache: settings.config.cache) }
         var lastProbe = conditions()  // once per pass; re-probed every 5 s while transfers run
         var lastProbeAt = Date()
-        let machineID = MachineID.find(environment: environment, config: config)
+        let machineID = settings.machineID
         func makePlan() -> (Plan, StateSnapshot, Set<ResourceKey>)? {
             let snapshot: StateSnapshot
             do { snapshot = try state.snapshot() } catch {
@@ -82,10 +82,11 @@ struct RunPass {
 
         var meteredUsedToday: [String: UInt64] = [:]
         for feed in feeds where feed.conditions.meteredBudget != nil {
-            let day = Planner.localDay(plan.now, clock: ZoneClock(feed.timeZone))
+            let day = LocalDay.label(plan.now, clock: ZoneClock(feed.timeZone))
             meteredUsedToday[feed.name] = snapshot.meteredBytes[MeteredDay(feed: feed.name, day: day)] ?? 0
         }
-        let engine = TransferEngine(cache: cache, state: state, config: config, environment: environment,
+        let engine = TransferEngine(cache: cache, state: state, config: config, environment: settings.environment,
+                                    threads: settings.transferThreads, bootID: settings.bootID,
                                     metered: lastProbe.metered, meteredUsedToday: meteredUsedToday, clock: clock, onEvent: reporter.handle)
         let timings = Dictionary(feeds.map { ($0.name, FeedTiming($0, machineID: machineID?.value)) }, uniquingKeysWith: { a, _ in a })
         let summary = engine.run(jobs, pauseReason: { feed in
@@ -113,12 +114,12 @@ struct RunPass {
                 try? state.recordReleaseFinished(feed: feedPlan.name, at: clock())
             }
         } else if let (after, snapshotAfter, _) = makePlan() {
-            nextWakeup = Self.nextWakeup(after, recheck: DaemonCommand.recheckSeconds)
+            nextWakeup = Self.nextWakeup(after, recheck: Self.recheckSeconds)
             // A release just finished: a feed with neither schedule nor window now has its next
             // release, which the plan made before could not know of.
             if (try? ReleaseBook.finish(after, snapshotAfter, state, at: clock())) == true, wantsNextWakeup,
                let (again, _, _) = makePlan() {
-                nextWakeup = Self.nextWakeup(again, recheck: DaemonCommand.recheckSeconds)
+                nextWakeup = Self.nextWakeup(again, recheck: Self.recheckSeconds)
             }
         }
         if !stopRequested() {

@@ -11,17 +11,6 @@ public struct StateSnapshot: Sendable {
     public init() {}
 }
 
-/// A resource's identity in the cache.
-public struct ResourceKey: Sendable, Hashable {
-    public var feed: String
-    public var path: String
-
-    public init(feed: String, path: String) {
-        self.feed = feed
-        self.path = path
-    }
-}
-
 /// A feed's metered usage on one local day.
 public struct MeteredDay: Sendable, Hashable {
     public var feed: String

@@ -107,11 +107,6 @@ public final class StateStore {
     /// The URL a resource has now, for re-keying version 1's hashes (nil: no longer listed).
     public typealias CurrentURL = (ResourceKey) -> ResourceURL?
 
-    /// The state file inside a cache folder.
-    public static func path(inCache cache: String) -> String {
-        (cache.hasSuffix("/") ? cache : cache + "/") + ".prefetch/state.db"
-    }
-
     private init(db: SQLiteConnection, path: String) {
         self.db = db
         self.path = path

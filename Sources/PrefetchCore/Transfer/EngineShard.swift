@@ -501,7 +501,7 @@ final class EngineShard: @unchecked Sendable {
         transfer.counted = transfer.received
         summary.bodyBytes += new
         guard metered, new > 0 else { return }
-        let day = Planner.localDay(clock(), clock: ZoneClock(transfer.job.feed.timeZone))
+        let day = LocalDay.label(clock(), clock: ZoneClock(transfer.job.feed.timeZone))
         record { state in try state.addMeteredBytes(MeteredDay(feed: transfer.job.feed.name, day: day), new) }
     }
 

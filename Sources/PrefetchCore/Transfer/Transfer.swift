@@ -340,7 +340,7 @@ final class Transfer {
         return RateLimiter.bufferSize(for: (job.feed.limits.maxRate?.bytes ?? 0) / UInt64(max(1, job.feed.limits.concurrency)))
     }
 
-    private static let userAgent = "prefetch/\(HelpText.version)"
+    private static let userAgent = "prefetch/\(ProgramVersion.text)"
 
     /// Resumes a transfer paused for its feed's `max_rate` (libcurl may hand over the
     /// held-back bytes from inside this call).

@@ -67,10 +67,16 @@ final class TransferEngine {
 
     /// `meteredUsedToday`: per feed, bytes already moved over metered links today (state.db),
     /// for `metered_budget` when `metered`.
-    init(cache: CacheFolder, state: StateStore, config: Config, environment: [String: String], metered: Bool,
-         meteredUsedToday: [String: UInt64] = [:], clock: @escaping () -> Instant, onEvent: @escaping (RunEvent) -> Void) {
+    /// The transfer threads asked for (`PREFETCH_TRANSFER_THREADS`; nil: decided here).
+    private let requestedThreads: Int?
+
+    /// `environment` is for manifest headers' `${VAR}` only; `threads` and `bootID` come
+    /// parsed (`Settings`).
+    init(cache: CacheFolder, state: StateStore, config: Config, environment: [String: String], threads: Int?, bootID: String,
+         metered: Bool, meteredUsedToday: [String: UInt64] = [:], clock: @escaping () -> Instant, onEvent: @escaping (RunEvent) -> Void) {
         _ = CurlGlobal.initialized
-        bootID = BootID.current(environment: environment)
+        self.bootID = bootID
+        requestedThreads = threads
         self.cache = cache
         self.state = state
         self.config = config
@@ -79,15 +85,6 @@ final class TransferEngine {
         self.meteredUsedToday = meteredUsedToday
         self.clock = clock
         self.onEvent = onEvent
-    }
-
-    /// `PREFETCH_TRANSFER_THREADS` as a count (nil when unset).
-    static func requestedThreads(environment: [String: String]) throws(ValueError) -> Int? {
-        guard let text = environment["PREFETCH_TRANSFER_THREADS"], !text.isEmpty else { return nil }
-        guard let count = Int(text), (1...64).contains(count) else {
-            throw ValueError("PREFETCH_TRANSFER_THREADS: expected a whole number from 1 to 64, got '\(text)'")
-        }
-        return count
     }
 
     /// How many shards run `jobs` jobs (see the type's comment); `capped`: some feed has a
@@ -115,10 +112,9 @@ final class TransferEngine {
                 allowances[job.feed.name] = MeteredAllowance(budget: budget.bytes, usedToday: meteredUsedToday[job.feed.name] ?? 0)
             }
         }
-        let requested = (try? Self.requestedThreads(environment: environment)) ?? nil
         let capped = jobs.contains { $0.feed.limits.maxRate != nil || (metered && $0.feed.conditions.meteredBudget != nil) }
         let count = Self.threads(jobs: jobs.count, capped: capped, concurrency: config.concurrency, perHost: config.perHost,
-                                 requested: requested, cores: ProcessInfo.processInfo.activeProcessorCount)
+                                 requested: requestedThreads, cores: ProcessInfo.processInfo.activeProcessorCount)
         let board = RunBoard(jobs: jobs, state: state, syncsFolders: !cache.syncIsFree, shards: count,
                              pauseReason: pauseReason, onEvent: onEvent)
         let shards = (0..<count).map { index in

@@ -182,7 +182,7 @@ struct Simulation {
         }
         // 5. The daemon wakes no later than the first moment work is due again. (Work that waits
         // for a condition is rechecked every `recheckSeconds`: no clock says when it holds.)
-        let wake = RunPass.nextWakeup(after, recheck: DaemonCommand.recheckSeconds)
+        let wake = RunPass.nextWakeup(after, recheck: RunPass.recheckSeconds)
         let horizon: Int64 = 8 * 86_400
         // Only the moments before the wake-up need a look: none of them may have work due.
         for moment in reference.candidates(after: now, items: feed.items, histories: histories, feedHistory: feedHistory, horizon: horizon)

@@ -107,3 +107,42 @@ public struct ZoneClock: Sendable {
         CivilTime(secondsAsUTC: instant + offset(at: instant))
     }
 }
+
+/// A calendar day in local time, numbered as days since 1970-01-01.
+public struct LocalDay: Sendable, Hashable {
+    public let number: Int64
+    public let civil: CivilTime
+
+    public init(number: Int64) {
+        self.number = number
+        self.civil = CivilTime(secondsAsUTC: number * 86_400)
+    }
+
+    /// 0 = Sunday … 6 = Saturday (1970-01-01 was a Thursday).
+    public var weekday: Int { Int(((number + 4) % 7 + 7) % 7) }
+
+    /// The local day that `instant` falls on in `clock`'s zone.
+    public static func containing(_ instant: Int64, clock: ZoneClock) -> LocalDay {
+        let local = instant + clock.offset(at: instant)
+        let number = local >= 0 ? local / 86_400 : (local - 86_399) / 86_400
+        return LocalDay(number: number)
+    }
+
+    /// The instant of a wall-clock minute of this day (or of a later day, for minutes past
+    /// 1440), by the fixed-time rule.
+    public func instant(minute: Int, clock: ZoneClock) -> Int64 {
+        let target = LocalDay(number: number + Int64(minute / 1440))
+        let m = minute % 1440
+        return clock.resolve(CivilTime(year: target.civil.year, month: target.civil.month, day: target.civil.day,
+                                       hour: m / 60, minute: m % 60))
+    }
+}
+
+extension LocalDay {
+    /// `YYYY-MM-DD` of `instant` in the zone: the day metered budgets count in.
+    public static func label(_ instant: Instant, clock: ZoneClock) -> String {
+        let c = clock.civil(at: instant.seconds)
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(c.year)-\(two(c.month))-\(two(c.day))"
+    }
+}

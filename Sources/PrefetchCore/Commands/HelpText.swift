@@ -1,7 +1,7 @@
 /// The help pages, generated from the command table.
 public enum HelpText {
     /// The program's version.
-    public static let version = "0.1.0"
+    public static let version = ProgramVersion.text
 
     /// `prefetch help`.
     public static var overview: String {

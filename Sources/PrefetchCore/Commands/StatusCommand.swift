@@ -1,16 +1,19 @@
 /// `prefetch status`: what is cached per feed, partial transfers, the next wake-up. Reads only.
 enum StatusCommand {
     static func run(_ context: CommandContext) -> ExitCode {
-        guard let config = context.loadConfig(), let feeds = context.loadFeeds(config) else { return .usage }
-        let now: Instant
-        do { now = try Clock.now(at: nil, environment: context.environment) } catch {
-            return ExitCode(rawValue: Prefetch.fail(UsageError(error.message, command: "status"), console: context.console)) ?? .usage
+        let settings: Settings
+        switch Settings.load(context, command: "status") {
+        case .success(let loaded): settings = loaded
+        case .failure(let code): return code
         }
+        let config = settings.config
+        guard let feeds = context.loadFeeds(config) else { return .usage }
+        let now = settings.now()
         let snapshot = context.readState(cache: config.cache, feeds: feeds)
         let cached = CacheListing.present(feeds, cache: config.cache)
         let plan = Planner.plan(PlanInput(feeds: feeds, state: snapshot, cached: cached,
                                           conditions: ConditionProbes().snapshot(config: config, cache: config.cache), now: now,
-                                          machineID: MachineID.find(environment: context.environment, config: config)))
+                                          machineID: settings.machineID))
         let json = context.arguments.flags.contains("--json")
         let root = FileDescriptor.open(config.cache, flags: O_RDONLY | O_DIRECTORY)
         var out = ""

@@ -5,50 +5,27 @@ import Foundation
 /// once a minute to re-check conditions. SIGTERM/SIGINT: pause transfers resumably, exit 0.
 /// SIGHUP: reload the feeds (a broken reload keeps the previous ones). SIGUSR1: run now.
 enum DaemonCommand {
-    /// Conditions are re-checked at least this often while nothing else is due.
-    static let recheckSeconds: Int64 = 60
 
     static func run(_ context: CommandContext) -> ExitCode {
-        guard let config = context.loadConfig() else { return .usage }
-        let console = context.console
-        do {
-            _ = try Clock.offset(environment: context.environment)
-            _ = try TransferEngine.requestedThreads(environment: context.environment)
-        } catch {
-            return ExitCode(rawValue: Prefetch.fail(UsageError(error.message, command: "daemon"), console: console)) ?? .usage
+        let settings: Settings
+        switch Settings.load(context, command: "daemon") {
+        case .success(let loaded): settings = loaded
+        case .failure(let code): return code
         }
+        let config = settings.config
+        let console = context.console
         guard var feeds = context.loadFeeds(config) else { return .usage }
         let signals = StopSignal(signals: [SIGTERM, SIGINT], also: [SIGHUP, SIGUSR1])
-        let cache: CacheFolder
-        switch CacheFolder.open(config.cache) {
-        case .success(let opened): cache = opened
-        case .failure(let error):
-            console.err("prefetch: error: \(error)\n")
-            return .failure
-        }
         // Another writer (a `run`, a `gc`) is waited for, not refused.
-        var announced = false
-        while true {
-            switch cache.lock(wait: false) {
-            case .success(true): break
-            case .success(false):
-                if !announced {
-                    console.err("prefetch daemon: waiting for the cache lock held by another prefetch\n")
-                    announced = true
-                }
-                if signals.received != nil { return .success }
-                Thread.sleep(forTimeInterval: 0.5)
-                continue
-            case .failure(let error):
-                console.err("prefetch: error: \(error)\n")
-                return .failure
-            }
-            break
+        let session: CacheSession
+        switch CacheSession.open(config, feeds: feeds, console: console, whenLocked: .wait(giveUp: { signals.received != nil })) {
+        case .success(let opened?): session = opened
+        case .success(nil): return .success
+        case .failure(let code): return code
         }
-        guard let state = RunCommand.openState(cache, feeds: feeds, console: console) else { return .failure }
         let reporter = RunReporter(mode: console.colorOut ? .terminal : .plain, quiet: false, console: console, silentWhenIdle: true)
         console.out("prefetch daemon: \(feeds.count) feed\(feeds.count == 1 ? "" : "s") from \(config.feeds), cache \(config.cache)\n")
-        let clock = { (try? Clock.now(at: nil, environment: context.environment)) ?? Clock.realNow() }
+        let clock = { settings.now() }
         while signals.received == nil {
             if signals.take(SIGHUP) {
                 let loaded = FeedLoader.load([config.feeds], config: config)
@@ -61,12 +38,12 @@ enum DaemonCommand {
                 }
             }
             _ = signals.take(SIGUSR1)
-            let pass = RunPass(feeds: feeds, allFeeds: feeds, config: config, cache: cache, state: state, environment: context.environment,
-                               assumptions: Assumptions(), console: console, wantsNextWakeup: true)
+            let pass = RunPass(feeds: feeds, allFeeds: feeds, settings: settings, cache: session.cache, state: session.state,
+                               console: console, wantsNextWakeup: true)
             let outcome = pass.execute(reporter: reporter, stopRequested: { signals.received != nil })
             let now = clock()
-            let wake = min(max(outcome.nextWakeup ?? now.advanced(bySeconds: recheckSeconds), now.advanced(bySeconds: 1)),
-                           now.advanced(bySeconds: recheckSeconds))
+            let wake = min(max(outcome.nextWakeup ?? now.advanced(bySeconds: RunPass.recheckSeconds), now.advanced(bySeconds: 1)),
+                           now.advanced(bySeconds: RunPass.recheckSeconds))
             // Sleep in small steps so a signal is acted on at once.
             while signals.received == nil, clock() < wake {
                 if signals.take(SIGUSR1) { break }

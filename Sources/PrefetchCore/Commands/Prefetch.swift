@@ -80,29 +80,3 @@ public enum Prefetch {
         return ExitCode.usage.rawValue
     }
 }
-
-/// What every command gets: its arguments, the environment and the console.
-public struct CommandContext: Sendable {
-    public let arguments: ParsedArguments
-    public let environment: [String: String]
-    public let console: Console
-
-    /// Loads the configuration named by `--config` (which must exist) or the default one
-    /// (which may be missing). Prints diagnostics; nil when the config has errors.
-    func loadConfig() -> Config? {
-        let explicit = arguments["--config"]
-        let (config, diagnostics, source) = ConfigLoader.load(path: explicit ?? Config.defaultPath, required: explicit != nil)
-        var sources: [String: SourceText] = [:]
-        if let source, let file = config.file ?? explicit { sources[file] = source }
-        console.report(diagnostics, sources: sources.isEmpty ? [explicit ?? Config.defaultPath: source ?? SourceText(bytes: [])] : sources)
-        let errors = diagnostics.filter { $0.severity == .error }.count
-        if errors > 0 {
-            console.err("prefetch: \(errors) error\(errors == 1 ? "" : "s") in the configuration\n")
-            return nil
-        }
-        var resolved = config
-        if let feeds = arguments["--feeds"] { resolved.feeds = feeds }
-        if let cache = arguments["--cache"] { resolved.cache = cache }
-        return resolved
-    }
-}

@@ -1,0 +1,50 @@
+/// What every command gets: its arguments, the environment and the console.
+public struct CommandContext: Sendable {
+    public let arguments: ParsedArguments
+    public let environment: [String: String]
+    public let console: Console
+
+    /// Loads the configuration named by `--config` (which must exist) or the default one
+    /// (which may be missing). Prints diagnostics; nil when the config has errors.
+    func loadConfig() -> Config? {
+        let explicit = arguments["--config"]
+        let (config, diagnostics, source) = ConfigLoader.load(path: explicit ?? Config.defaultPath, required: explicit != nil)
+        var sources: [String: SourceText] = [:]
+        if let source, let file = config.file ?? explicit { sources[file] = source }
+        console.report(diagnostics, sources: sources.isEmpty ? [explicit ?? Config.defaultPath: source ?? SourceText(bytes: [])] : sources)
+        let errors = diagnostics.filter { $0.severity == .error }.count
+        if errors > 0 {
+            console.err("prefetch: \(errors) error\(errors == 1 ? "" : "s") in the configuration\n")
+            return nil
+        }
+        var resolved = config
+        if let feeds = arguments["--feeds"] { resolved.feeds = feeds }
+        if let cache = arguments["--cache"] { resolved.cache = cache }
+        return resolved
+    }
+}
+
+extension CommandContext {
+    /// Loads the feeds folder of `config`; prints diagnostics; nil on any error.
+    func loadFeeds(_ config: Config) -> [Feed]? {
+        let loaded = FeedLoader.load([config.feeds], config: config)
+        console.report(loaded.diagnostics, sources: loaded.sources)
+        if loaded.hasErrors {
+            let errors = loaded.diagnostics.filter { $0.severity == .error }.count
+            console.err("prefetch: \(errors) error\(errors == 1 ? "" : "s") in the feeds; nothing was done\n")
+            return nil
+        }
+        return loaded.feeds
+    }
+
+    /// The recorded state, or an empty one (with a warning) when state.db cannot be read.
+    func readState(cache: String, feeds: [Feed]) -> StateSnapshot {
+        let path = CacheLayout.statePath(inCache: cache)
+        do {
+            return try StateStore.openReadOnly(path, currentURL: CacheSession.currentURLs(feeds))?.snapshot() ?? StateSnapshot()
+        } catch {
+            console.err("\(path): warning: cannot read the state (\(error)); planning as if nothing were recorded\n")
+            return StateSnapshot()
+        }
+    }
+}

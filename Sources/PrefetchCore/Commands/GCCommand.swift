@@ -1,0 +1,44 @@
+/// `prefetch gc [--dry-run]`: removes expired files, unlisted ones (with `prune`) and
+/// abandoned partials — never anything outside `CACHE/<feed>/` and `CACHE/.prefetch/`.
+enum GCCommand {
+    static func run(_ context: CommandContext) -> ExitCode {
+        let settings: Settings
+        switch Settings.load(context, command: "gc") {
+        case .success(let loaded): settings = loaded
+        case .failure(let code): return code
+        }
+        let config = settings.config
+        guard let feeds = context.loadFeeds(config) else { return .usage }
+        let dryRun = context.arguments.flags.contains("--dry-run")
+        let now = settings.now()
+        guard FileSystem.kind(of: config.cache) == .directory else {
+            context.console.out("gc: nothing to remove (no cache at \(config.cache))\n")
+            return .success
+        }
+        var session: CacheSession?
+        if !dryRun {
+            switch CacheSession.open(config, feeds: feeds, console: context.console,
+                                     whenLocked: .refuse(hint: "if it is the daemon, it cleans up after each pass")) {
+            case .success(let opened): session = opened
+            case .failure(let code): return code
+            }
+        }
+        let removals = GarbageCollector.collect(feeds: feeds, cache: config.cache, now: now)
+        var out = ""
+        for removal in removals {
+            out += (dryRun ? "would remove  " : "removed  ") + removal.path + "  (\(removal.reason))\n"
+        }
+        var code = ExitCode.success
+        if !dryRun {
+            for (removal, error) in GarbageCollector.apply(removals) {
+                context.console.err("prefetch: error: cannot remove \(removal.path): \(error)\n")
+                code = .failure
+            }
+            for removal in removals { if let key = removal.key { try? session?.state.deleteResource(key) } }
+        }
+        out += "gc: \(removals.count) \(removals.count == 1 ? "file" : "files")" + (dryRun ? " would be removed\n" : " removed\n")
+        context.console.out(out)
+        withExtendedLifetime(session) {}  // the lock is held until here
+        return code
+    }
+}
