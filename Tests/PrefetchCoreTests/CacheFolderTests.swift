@@ -105,15 +105,16 @@ import Testing
         defer { unlink(path) }
         let file = try FileDescriptor.open(path, flags: O_RDWR | O_CREAT | O_TRUNC).get()
         let queue = DispatchQueue(label: "test.sha256")
+        let pool = BufferPool()
         queue.suspend()  // the hashing cannot run until the test lets it
         do {
-            let writer = BodyWriter(hashing: true, queue: queue)
+            let writer = BodyWriter(pool: pool, hashing: true, queue: queue)
             let bytes = [UInt8](repeating: 7, count: BufferPool.bufferSize)
             #expect(bytes.withUnsafeBytes { writer.append($0, to: file, at: 0) } == nil)  // a full buffer: written, queued
         }  // dropped without `finish`
-        #expect(!BodyWriter.waitForHashing(until: .now() + 0.05), "returned with hashing still queued")
+        #expect(!pool.waitForHashing(until: .now() + 0.05), "returned with hashing still queued")
         queue.resume()
-        #expect(BodyWriter.waitForHashing(until: .now() + 30))
+        #expect(pool.waitForHashing(until: .now() + 30))
     }
 
     /// A resumed body: the bytes already in the partial are hashed only; the rest is
@@ -127,7 +128,7 @@ import Testing
         let file = try FileDescriptor.open(path, flags: O_RDWR | O_CREAT | O_TRUNC).get()
         let resumeAt = 1_000_003
         _ = bytes[0..<resumeAt].withUnsafeBytes { file.write($0) }  // already on disk
-        let hasher = BodyWriter()
+        let hasher = BodyWriter(pool: BufferPool())
         bytes[0..<resumeAt].withUnsafeBytes { hasher.hashOnly($0) }
         let sizes = [1, 16_384, 524_288, 524_289, 3_000_000, 7, 16_384, 1_048_576]
         var offset = resumeAt, turn = 0
@@ -165,7 +166,7 @@ import Testing
         let path = NSTemporaryDirectory() + "prefetch-gather-\(getpid()).part"
         defer { unlink(path) }
         let file = try FileDescriptor.open(path, flags: O_RDWR | O_CREAT | O_TRUNC).get()
-        let body = BodyWriter(hashing: false)
+        let body = BodyWriter(pool: BufferPool(), hashing: false)
         var offset = 0
         while offset < bytes.count {
             let end = min(bytes.count, offset + 16_384)

@@ -82,8 +82,18 @@ struct CacheSession {
     /// Each listed resource's URL by key, looked up lazily (only an older state.db's
     /// migration asks, once per recorded resource).
     static func currentURLs(_ feeds: [Feed]) -> StateStore.CurrentURL {
-        nonisolated(unsafe) var table: [ResourceKey: ResourceURL]?
-        return { key in
+        let table = URLTable(feeds)
+        return { table.url(of: $0) }
+    }
+
+    /// The table behind `currentURLs`, built on the first question (a migration's thread only).
+    private final class URLTable {
+        private let feeds: [Feed]
+        private var table: [ResourceKey: ResourceURL]?
+
+        init(_ feeds: [Feed]) { self.feeds = feeds }
+
+        func url(of key: ResourceKey) -> ResourceURL? {
             if table == nil {
                 var built: [ResourceKey: ResourceURL] = [:]
                 for feed in feeds { for resource in feed.resources { built[ResourceKey(feed: feed.name, path: resource.path)] = resource.url } }

@@ -32,16 +32,20 @@ final class BodyWriter: @unchecked Sendable {
     }
 
     /// `queue`: where hashing runs (a test may pass one it holds suspended).
-    init(hashing: Bool = true, queue: DispatchQueue? = nil) {
+    /// The run's buffers, and its hashing in flight.
+    private let pool: BufferPool
+
+    init(pool: BufferPool, hashing: Bool = true, queue: DispatchQueue? = nil) {
+        self.pool = pool
         self.hashing = hashing
         givenQueue = queue
-        BufferPool.shared.join()
+        pool.join()
     }
 
     deinit {
         // Every queued block holds `self`, so all its buffers are back by now.
-        if let current { BufferPool.shared.giveBack(current) }
-        BufferPool.shared.leave()
+        if let current { pool.giveBack(current) }
+        pool.leave()
     }
 
     /// Bytes received but not written to the file yet.
@@ -53,7 +57,7 @@ final class BodyWriter: @unchecked Sendable {
         var done = 0
         while done < bytes.count {
             let count = min(BufferPool.bufferSize, bytes.count - done)
-            let pointer = BufferPool.shared.take()
+            let pointer = pool.take()
             pointer.copyMemory(from: base + done, byteCount: count)
             dispatch(Chunk(pointer: pointer, count: count))
             done += count
@@ -68,7 +72,7 @@ final class BodyWriter: @unchecked Sendable {
         var done = 0
         while done < bytes.count {
             if current == nil {
-                current = BufferPool.shared.take(beyondLimit: filled == 0 && self.file == nil)
+                current = pool.take(beyondLimit: filled == 0 && self.file == nil)
                 filled = 0
                 position = offset + UInt64(done)
                 self.file = file
@@ -98,25 +102,12 @@ final class BodyWriter: @unchecked Sendable {
     }
 
     private func dispatch(_ chunk: Chunk) {
-        Self.queued.enter()
-        queue.async { [self] in
+        pool.queued.enter()
+        queue.async { [self, pool] in
             hasher.update(UnsafeRawBufferPointer(start: chunk.pointer, count: chunk.count))
-            BufferPool.shared.giveBack(chunk.pointer)
-            Self.queued.leave()
+            pool.giveBack(chunk.pointer)
+            pool.queued.leave()
         }
-    }
-
-    /// Every writer's queued hashing, done or not.
-    private static let queued = DispatchGroup()
-
-    /// Waits until no writer has hashing queued, or `deadline`; whether none has. A transfer
-    /// that fails drops its writer without waiting for the digest, and the blocks already
-    /// queued still run: the engine waits for them before it returns, so none is still
-    /// inside libcrypto when the process exits and OpenSSL's exit handler frees its tables
-    /// (that crashed a run with SIGSEGV).
-    @discardableResult
-    static func waitForHashing(until deadline: DispatchTime = .distantFuture) -> Bool {
-        queued.wait(timeout: deadline) == .success
     }
 
     /// The digest of everything hashed: call after the last `flush`.
@@ -125,14 +116,26 @@ final class BodyWriter: @unchecked Sendable {
     }
 }
 
-/// The buffers bodies are gathered and hashed in, shared by every `BodyWriter`: at most
+/// The buffers bodies are gathered and hashed in, shared by every `BodyWriter` of a run (the
+/// engine owns one, so no process-global state): at most
 /// `maxBuffers` × `bufferSize` (8 MiB) in flight however many transfers run, plus one per
 /// transfer that starts receiving when none is free (a new transfer never waits for
 /// buffers that only other transfers' progress would free). They are reused while any
 /// writer exists and freed when the last one goes (a daemon keeps none between passes).
 final class BufferPool: @unchecked Sendable {
-    static let shared = BufferPool()
     static let bufferSize = 512 * 1024
+    /// Every writer's queued hashing, done or not.
+    fileprivate let queued = DispatchGroup()
+
+    /// Waits until no writer has hashing queued, or `deadline`; whether none has. A transfer
+    /// that fails drops its writer without waiting for the digest, and the blocks already
+    /// queued still run: the engine waits for them before it returns, so none is still
+    /// inside libcrypto when the process exits and OpenSSL's exit handler frees its tables
+    /// (that crashed a run with SIGSEGV).
+    @discardableResult
+    func waitForHashing(until deadline: DispatchTime = .distantFuture) -> Bool {
+        queued.wait(timeout: deadline) == .success
+    }
     private static let maxBuffers = 16
     private let condition = NSCondition()
     private var free: [UnsafeMutableRawPointer] = []

@@ -12,6 +12,8 @@ final class EngineShard: @unchecked Sendable {
     private let clock: () -> Instant
     /// This boot's id, recorded with every partial.
     private let bootID: String
+    /// The run's body buffers.
+    private let pool: BufferPool
     /// Backoff jitter's draws.
     private var random = SystemRandomNumberGenerator()
     private let multi: CurlMulti
@@ -31,9 +33,10 @@ final class EngineShard: @unchecked Sendable {
     private let limiters: [String: RateLimiter]
 
     init(index: Int, of shards: Int, concurrency: Int, perHost: Int, board: RunBoard, cache: CacheFolder, config: Config, environment: [String: String],
-         metered: Bool, allowances: [String: MeteredAllowance], limiters: [String: RateLimiter], bootID: String,
+         metered: Bool, allowances: [String: MeteredAllowance], limiters: [String: RateLimiter], pool: BufferPool, bootID: String,
          clock: @escaping () -> Instant) {
         self.index = index
+        self.pool = pool
         self.bootID = bootID
         self.shards = shards
         self.concurrency = concurrency
@@ -219,7 +222,7 @@ final class EngineShard: @unchecked Sendable {
         let existing = job.partial != nil ? cache.openPartial(name) : nil
         let allowance = allowances[job.feed.name]
         let transfer = Transfer(job: job, easy: idleHandle(bufferSize: Transfer.bufferSize(job, limiter: limiters[job.feed.name])),
-                                partialName: name, existing: existing, globalCap: config.maxSize.bytes, bootID: bootID,
+                                partialName: name, existing: existing, globalCap: config.maxSize.bytes, bootID: bootID, pool: pool,
                                 limiter: limiters[job.feed.name], allowance: allowance, startWriteback: !syncsInline,
                                 createFile: { [cache] in cache.createPartial(name) })
         do {

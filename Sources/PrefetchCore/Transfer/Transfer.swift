@@ -136,6 +136,8 @@ final class Transfer {
     lazy var partialRecorded = job.partial != nil
     /// This boot's id, recorded with the partial (SPEC §5's partial-trust rule).
     let bootID: String
+    /// The run's body buffers (for gathered and hashed bodies).
+    private let pool: BufferPool
     /// The partial file's inode, once it is open.
     private(set) var fileInode: UInt64?
     /// Whether state.db holds the record of the body being received (its validators, this
@@ -177,9 +179,10 @@ final class Transfer {
     /// `existing` is the partial already on disk, opened, with its size: only passed when
     /// state.db records a partial for this resource (nothing else could be resumed).
     init(job: TransferJob, easy: CurlEasy, partialName: String, existing: (file: FileDescriptor, size: UInt64, inode: UInt64)?,
-         globalCap: UInt64, bootID: String, limiter: RateLimiter? = nil, allowance: MeteredAllowance? = nil, startWriteback: Bool = false,
+         globalCap: UInt64, bootID: String, pool: BufferPool, limiter: RateLimiter? = nil, allowance: MeteredAllowance? = nil, startWriteback: Bool = false,
          createFile: @escaping () -> Result<FileDescriptor, Errno>) {
         self.bootID = bootID
+        self.pool = pool
         self.fileInode = existing?.inode
         self.limiter = limiter
         self.allowance = allowance
@@ -235,7 +238,7 @@ final class Transfer {
     /// Cuts the partial back to `length` and hashes those bytes once (FAULTS 2).
     private func primeHash(upTo length: UInt64) -> Bool {
         guard let file, case .success = file.truncate(to: length), case .success = file.seek(to: 0) else { return false }
-        let hasher = BodyWriter()
+        let hasher = BodyWriter(pool: pool)
         self.body = hasher
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         var remaining = length
@@ -515,7 +518,7 @@ final class Transfer {
         if file == nil, !openFile() { return }
         if body == nil, inlineHasher == nil {
             if expectedTotal.map({ $0 > offset ? $0 - offset : 0 }) ?? .max >= Self.gatherFrom {
-                body = BodyWriter(hashing: true)
+                body = BodyWriter(pool: pool, hashing: true)
             } else {
                 inlineHasher = SHA256()
             }

@@ -115,12 +115,13 @@ final class TransferEngine {
         let capped = jobs.contains { $0.feed.limits.maxRate != nil || (metered && $0.feed.conditions.meteredBudget != nil) }
         let count = Self.threads(jobs: jobs.count, capped: capped, concurrency: config.concurrency, perHost: config.perHost,
                                  requested: requestedThreads, cores: ProcessInfo.processInfo.activeProcessorCount)
+        let pool = BufferPool()
         let board = RunBoard(jobs: jobs, state: state, syncsFolders: !cache.syncIsFree, shards: count,
                              pauseReason: pauseReason, onEvent: onEvent)
         let shards = (0..<count).map { index in
             EngineShard(index: index, of: count, concurrency: Self.share(config.concurrency, index, count), perHost: Self.share(config.perHost, index, count),
                         board: board, cache: cache, config: config, environment: environment, metered: metered,
-                        allowances: allowances, limiters: limiters, bootID: bootID, clock: clock)
+                        allowances: allowances, limiters: limiters, pool: pool, bootID: bootID, clock: clock)
         }
         let stop = UncheckedSendable(stopRequested)
         let done = DispatchGroup()
@@ -135,7 +136,7 @@ final class TransferEngine {
         }
         shards[0].run(stopRequested: stopRequested)
         done.wait()
-        BodyWriter.waitForHashing()
+        pool.waitForHashing()
         board.write([], force: true)
         return shards.dropFirst().reduce(into: shards[0].summary) { total, shard in
             let part = shard.summary

@@ -1,0 +1,127 @@
+import Foundation
+import Testing
+
+/// The shape of the code, checked: the folders of `Sources/PrefetchCore` are layers, and no
+/// layer uses a name declared in a layer above it (nothing points back up). From the bottom:
+///
+///     Values, System            values and the operating system, wrapped once
+///     YAML                      reading YAML, with positions for errors
+///     Config                    the configuration file
+///     Manifest, State           feeds; state.db
+///     Cache, Schedule, Conditions
+///     Plan                      the pure planner
+///     Transfer                  the downloader
+///     Output                    what commands print
+///     Run                       one pass of run (and the daemon's)
+///     Commands                  argv → command → exit status
+///
+/// Folders of one layer do not use each other's names either (but Values and System,
+/// which are one layer in two folders). The check reads declarations and identifiers as text,
+/// comments and string literals left out.
+@Suite struct ArchitectureTests {
+    static let layers: [[String]] = [
+        ["Values", "System"], ["YAML"], ["Config"], ["Manifest", "State"], ["Cache", "Schedule", "Conditions"],
+        ["Plan"], ["Transfer"], ["Output"], ["Run"], ["Commands"],
+    ]
+    static let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../Sources/PrefetchCore").standardized
+
+    static func rank(_ folder: String) -> Int? { layers.firstIndex { $0.contains(folder) } }
+
+    /// The text without comments and string literals.
+    static func code(_ text: String) -> String {
+        var out = "", chars = Array(text), i = 0
+        while i < chars.count {
+            if chars[i] == "/", i + 1 < chars.count, chars[i + 1] == "/" {
+                while i < chars.count, chars[i] != "\n" { i += 1 }
+            } else if chars[i] == "/", i + 1 < chars.count, chars[i + 1] == "*" {
+                i += 2
+                while i + 1 < chars.count, !(chars[i] == "*" && chars[i + 1] == "/") { i += 1 }
+                i += 2
+            } else if chars[i] == "\"" {
+                let triple = i + 2 < chars.count && chars[i + 1] == "\"" && chars[i + 2] == "\""
+                i += triple ? 3 : 1
+                while i < chars.count {
+                    if chars[i] == "\\" { i += 2; continue }
+                    if triple, i + 2 < chars.count, chars[i] == "\"", chars[i + 1] == "\"", chars[i + 2] == "\"" { i += 3; break }
+                    if !triple, chars[i] == "\"" || chars[i] == "\n" { i += 1; break }
+                    i += 1
+                }
+                out += "\"\""
+            } else {
+                out.append(chars[i])
+                i += 1
+            }
+        }
+        return out
+    }
+
+    static func identifiers(_ code: String) -> Set<String> {
+        var names = Set<String>(), current = ""
+        for c in code {
+            if c.isLetter || c.isNumber || c == "_" { current.append(c) } else {
+                if let first = current.first, !first.isNumber { names.insert(current) }
+                current = ""
+            }
+        }
+        return names
+    }
+
+    struct File { let folder: String; let name: String; let code: String }
+
+    static func files() throws -> [File] {
+        var out: [File] = []
+        for folder in try FileManager.default.contentsOfDirectory(atPath: sources.path).sorted() {
+            let url = sources.appendingPathComponent(folder)
+            guard (try? url.resourceValues(forKeys: [.isDirectoryKey]).isDirectory) == true else { continue }
+            for name in try FileManager.default.contentsOfDirectory(atPath: url.path).sorted() where name.hasSuffix(".swift") {
+                out.append(File(folder: folder, name: name, code: code(try String(contentsOf: url.appendingPathComponent(name), encoding: .utf8))))
+            }
+        }
+        return out
+    }
+
+    /// No process-global mutable state: no stored `static var`, no `shared` instance, nothing
+    /// `nonisolated(unsafe)` (libcurl's and OpenSSL's own global set-up aside, which lives
+    /// behind `CurlGlobal.initialized`, a `static let`).
+    @Test func thereIsNoGlobalMutableState() throws {
+        var found: [String] = []
+        for file in try Self.files() {
+            for line in file.code.split(separator: "\n") {
+                let text = line.trimmingCharacters(in: .whitespaces)
+                if text.contains("static var "), !text.contains("{") { found.append("\(file.folder)/\(file.name): \(text)") }
+                if text.contains("static let shared") || text.contains("nonisolated(unsafe)") { found.append("\(file.folder)/\(file.name): \(text)") }
+            }
+        }
+        #expect(found.isEmpty, Comment(rawValue: found.joined(separator: "\n")))
+    }
+
+    @Test func everyFolderIsALayer() throws {
+        for file in try Self.files() { #expect(Self.rank(file.folder) != nil, "\(file.folder)/ is in no layer") }
+    }
+
+    @Test func nothingPointsBackUp() throws {
+        let files = try Self.files()
+        // Top-level declarations, by the folder that declares them.
+        var declaredIn: [String: String] = [:]
+        let declaration = try Regex(#"(?m)^(?:public |internal |private |fileprivate )?(?:final )?(?:struct|enum|class|protocol|actor|typealias) ([A-Z][A-Za-z0-9_]*)"#)
+        for file in files {
+            for match in file.code.matches(of: declaration) {
+                if let name = match.output[1].substring { declaredIn[String(name)] = file.folder }
+            }
+        }
+        #expect(declaredIn.count > 80, "declarations found: \(declaredIn.count)")
+        var violations: [String] = []
+        for file in files {
+            guard let rank = Self.rank(file.folder) else { continue }
+            for name in Self.identifiers(file.code).sorted() {
+                guard let home = declaredIn[name], home != file.folder, let homeRank = Self.rank(home) else { continue }
+                let sameBase = rank == 0 && homeRank == 0
+                if homeRank > rank || (homeRank == rank && !sameBase) {
+                    violations.append("\(file.folder)/\(file.name) uses \(name) of \(home)/")
+                }
+            }
+        }
+        #expect(violations.isEmpty, Comment(rawValue: "names used from a layer above (or beside):\n" + violations.joined(separator: "\n")))
+    }
+}
