@@ -96,6 +96,26 @@ import Testing
         #expect(found.isEmpty, Comment(rawValue: found.joined(separator: "\n")))
     }
 
+    /// The operating system is called from System/ only: each call wrapped once there, with a
+    /// typed errno and EINTR retried (libcurl's, libyaml's, SQLite's and libcrypto's calls go
+    /// through their own owner types).
+    @Test func systemCallsAreWrappedInSystem() throws {
+        let calls = ["mkdir", "mkdirat", "renameat", "rename", "unlinkat", "unlink", "rmdir", "lstat", "fstatat", "stat", "fstat",
+                     "statvfs", "fsync", "ftruncate", "lseek", "pwrite", "read", "write", "opendir", "readdir", "fdopendir",
+                     "closedir", "flock", "openat", "close", "dup", "CShims_start_writeback", "CShims_filesystem_type"]
+        var found: [String] = []
+        let declarations = try Regex("func [A-Za-z0-9_]+\\(")
+        for file in try Self.files() where file.folder != "System" {
+            let code = file.code.replacing(declarations, with: "func _(")  // declaring a `read()` is no call
+            for call in calls {
+                // A free function call: the name, then "(", not after "." (a method of ours) or a letter.
+                let pattern = try Regex("(^|[^.A-Za-z0-9_])" + call + "\\(")
+                if code.contains(pattern) { found.append("\(file.folder)/\(file.name) calls \(call)(") }
+            }
+        }
+        #expect(found.isEmpty, Comment(rawValue: found.joined(separator: "\n")))
+    }
+
     @Test func everyFolderIsALayer() throws {
         for file in try Self.files() { #expect(Self.rank(file.folder) != nil, "\(file.folder)/ is in no layer") }
     }

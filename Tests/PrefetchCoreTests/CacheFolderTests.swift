@@ -64,9 +64,9 @@ import Testing
               - { url: "https://e.com/y", path: hop/via.bin }
               - { url: "https://e.com/missing.bin" }
             """)
-        let present = CacheListing.present([feed], cache: root)
+        let present = CacheListing.present([feed], in: CacheFolder.openExisting(root))
         #expect(present == [ResourceKey(feed: "f", path: "top.bin"), ResourceKey(feed: "f", path: "deep/er/leaf.bin")])
-        #expect(CacheListing.present([feed], cache: root + "/nowhere").isEmpty)
+        #expect(CacheListing.present([feed], in: CacheFolder.openExisting(root + "/nowhere")).isEmpty)
     }
 
     /// Every fsync handed to the syncer comes back once, under its id, from worker threads.

@@ -21,11 +21,11 @@ import Testing
         let feed = try Self.feed("resources:\n  - url: https://e.com/old.bin\n    expires: 2030-01-01T00:00:00Z\n  - url: https://e.com/new.bin\n")
         let real = Instant.now()
         let far = Instant(seconds: 4_102_444_800)  // 2100: past the expiry, but the partial was written just now
-        let removals = GarbageCollector.collect(feeds: [feed], cache: cache, now: far, realNow: real)
+        let removals = GarbageCollector.collect(feeds: [feed], cache: CacheFolder.openExisting(cache)!, now: far, realNow: real)
         #expect(removals.map(\.reason).sorted() == ["expired", "partial of a resource no longer listed"])
         #expect(removals.first { $0.reason == "expired" }?.key == ResourceKey(feed: "f", path: "old.bin"))
         // Eight days of real time later, the listed partial is abandoned too.
-        let later = GarbageCollector.collect(feeds: [feed], cache: cache, now: real, realNow: real.advanced(bySeconds: 8 * 86_400))
+        let later = GarbageCollector.collect(feeds: [feed], cache: CacheFolder.openExisting(cache)!, now: real, realNow: real.advanced(bySeconds: 8 * 86_400))
         #expect(later.contains { $0.path == ".prefetch/partial/" + listed && $0.reason == "partial untouched for 7 days" })
     }
 
@@ -38,14 +38,14 @@ import Testing
         folder.write("other/x.bin", "o")
         try FileManager.default.createSymbolicLink(atPath: folder.path + "/f/link", withDestinationPath: "/etc")
         let pruned = try Self.feed("prune: true\nresources:\n  - url: https://e.com/keep.bin\n")
-        let removals = GarbageCollector.collect(feeds: [pruned], cache: folder.path, now: 0)
+        let removals = GarbageCollector.collect(feeds: [pruned], cache: CacheFolder.openExisting(folder.path)!, now: 0)
         #expect(removals.map(\.path).sorted() == ["f/link", "f/sub/stray.bin"])
         #expect(GarbageCollector.apply(removals).isEmpty)
         #expect(FileManager.default.fileExists(atPath: "/etc/passwd"))  // the link went, not its target
         #expect(!FileManager.default.fileExists(atPath: folder.path + "/f/sub"))  // emptied folders go too
         #expect(FileManager.default.fileExists(atPath: folder.path + "/other/x.bin"))
         let unpruned = try Self.feed("resources:\n  - url: https://e.com/keep.bin\n")
-        #expect(GarbageCollector.collect(feeds: [unpruned], cache: folder.path, now: 0).isEmpty)
+        #expect(GarbageCollector.collect(feeds: [unpruned], cache: CacheFolder.openExisting(folder.path)!, now: 0).isEmpty)
     }
 
     /// The bug a user found: a resource's folder replaced by a symlink to a folder outside
@@ -58,7 +58,7 @@ import Testing
         outside.write("x.bin", "not prefetch's")
         try FileManager.default.createSymbolicLink(atPath: folder.path + "/g/sub", withDestinationPath: outside.path)
         let feed = try Self.feed("name: g\nresources:\n  - url: https://e.com/x.bin\n    path: sub/x.bin\n    expires: 2020-01-01T00:00:00Z\n")
-        let removals = GarbageCollector.collect(feeds: [feed], cache: folder.path, now: Instant.now())
+        let removals = GarbageCollector.collect(feeds: [feed], cache: CacheFolder.openExisting(folder.path)!, now: Instant.now())
         #expect(removals.isEmpty, "\(removals.map(\.path))")
         #expect(GarbageCollector.apply(removals).isEmpty)
         #expect(FileManager.default.fileExists(atPath: outside.path + "/x.bin"))
@@ -125,7 +125,7 @@ import Testing
             }
             let before = Dictionary(uniqueKeysWithValues: decoyFiles.map { ($0, try? Data(contentsOf: URL(fileURLWithPath: decoy.path + "/" + $0))) })
             let feeds = [try Self.feed(yaml), try Self.feed("name: h\nprune: true\nresources:\n  - url: https://e.com/r0.bin\n    expires: 2020-01-01T00:00:00Z\n")]
-            let removals = GarbageCollector.collect(feeds: feeds, cache: cache.path, now: Instant.now())
+            let removals = GarbageCollector.collect(feeds: feeds, cache: CacheFolder.openExisting(cache.path)!, now: Instant.now())
             let failures = GarbageCollector.apply(removals)
             #expect(failures.isEmpty, "seed \(seed) round \(round): \(failures.map { $0.0.path })")
             for file in decoyFiles {

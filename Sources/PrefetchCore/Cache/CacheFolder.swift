@@ -1,13 +1,21 @@
 import Foundation
-internal import CShims
 
 /// The cache folder of SPEC §3: final files under `CACHE/<feed>/`, and `.prefetch/` with
 /// state.db, the lock and partials (on the same filesystem, so a rename is atomic).
+///
+/// Everything prefetch does in the cache goes through this one type's folder descriptors —
+/// placement, partials, the lock, listing and `gc` (`CacheListing`, `GarbageCollector` take
+/// a `CacheFolder`) — each folder opened below the root without following a symlink, so
+/// no path string is ever resolved through one. A writer opens it with `open` (created as
+/// needed); a reader (`plan`, `status`, `gc --dry-run`) with `openExisting`, which creates
+/// nothing.
 public final class CacheFolder {
     public let path: String
     let root: FileDescriptor
-    let meta: FileDescriptor
-    let partials: FileDescriptor
+    /// `.prefetch/` and `.prefetch/partial/`: always there for a writer; for a reader, when
+    /// they exist.
+    let meta: FileDescriptor?
+    let partials: FileDescriptor?
     private var lockFile: FileDescriptor?
 
     /// The size of the final file `feed/path`, or nil when there is no regular file there.
@@ -17,8 +25,7 @@ public final class CacheFolder {
         var none: [FileDescriptor] = []
         guard case .success(let folder) = self.folder(of: final, create: false, reopen: false, folders: &folders,
                                                       createdIn: &none) else { return nil }
-        var info = stat()
-        guard fstatat(folder.raw, final.leaf, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        guard case .success(let info) = FileSystem.status(of: final.leaf, in: folder), (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         return UInt64(info.st_size)
     }
 
@@ -54,19 +61,14 @@ public final class CacheFolder {
         return opened
     }
 
-    /// Opens the cache, creating it and `.prefetch/partial/` (mode 0755) as needed.
+    /// Opens the cache for a writer, creating it and `.prefetch/partial/` (mode 0755) as
+    /// needed (mkdir with 0755, so the umask applies as it does to every other folder).
     public static func open(_ path: String) -> Result<CacheFolder, CacheError> {
-        // mkdir(2) with 0755 for each missing folder, so the umask applies as it does to every
-        // other folder prefetch creates (FileManager's permissions attribute would override it).
-        var partial = path.hasPrefix("/") ? "" : "."
-        for component in path.split(separator: "/") {
-            partial += "/" + component
-            if mkdir(partial, 0o755) != 0, errno != EEXIST {
-                return .failure(.cannotWrite(path, Errno.current.description))
-            }
-        }
-        guard case .success(let root) = FileDescriptor.open(path, flags: O_RDONLY | O_DIRECTORY) else {
-            return .failure(.cannotWrite(path, Errno.current.description))
+        if case .failure(let error) = FileSystem.makeFolders(path) { return .failure(.cannotWrite(path, error.description)) }
+        let root: FileDescriptor
+        switch FileDescriptor.open(path, flags: O_RDONLY | O_DIRECTORY) {
+        case .success(let opened): root = opened
+        case .failure(let error): return .failure(.cannotWrite(path, error.description))
         }
         switch SafePath.openFolders([Substring(CacheLayout.meta)], below: root, create: true) {
         case .failure(let error): return .failure(.cannotWrite(path + "/" + CacheLayout.meta, error.description))
@@ -79,7 +81,15 @@ public final class CacheFolder {
         }
     }
 
-    private init(path: String, root: FileDescriptor, meta: FileDescriptor, partials: FileDescriptor) {
+    /// Opens an existing cache for reading: nil when there is none; nothing is created.
+    public static func openExisting(_ path: String) -> CacheFolder? {
+        guard case .success(let root) = FileDescriptor.open(path, flags: O_RDONLY | O_DIRECTORY) else { return nil }
+        let meta = try? SafePath.openFolders([Substring(CacheLayout.meta)], below: root, create: false).get()
+        let partials = meta.flatMap { try? SafePath.openFolders([Substring(CacheLayout.partials)], below: $0, create: false).get() }
+        return CacheFolder(path: path, root: root, meta: meta, partials: partials)
+    }
+
+    private init(path: String, root: FileDescriptor, meta: FileDescriptor?, partials: FileDescriptor?) {
         self.path = path
         self.root = root
         self.meta = meta
@@ -91,14 +101,14 @@ public final class CacheFolder {
     /// True when the cache lives in memory (tmpfs, ramfs): fsync returns at once there, so
     /// handing it to another thread would cost more than it saves.
     lazy var syncIsFree: Bool = {
-        let type = CShims_filesystem_type(root.raw)
+        let type = root.filesystemType
         let tmpfsMagic = 0x0102_1994, ramfsMagic = 0x8584_58F6
         return type == tmpfsMagic || type == ramfsMagic
     }()
 
     /// Takes `.prefetch/lock` (flock). `wait: false` returns false when another writer holds it.
     public func lock(wait: Bool) -> Result<Bool, CacheError> {
-        guard case .success(let file) = FileDescriptor.open(CacheLayout.lock, relativeTo: meta, flags: O_RDWR | O_CREAT, mode: 0o644) else {
+        guard let meta, case .success(let file) = FileDescriptor.open(CacheLayout.lock, relativeTo: meta, flags: O_RDWR | O_CREAT, mode: 0o644) else {
             return .failure(.cannotWrite(CacheLayout.lockPath(inCache: path), Errno.current.description))
         }
         let result = wait ? file.lock().map { true } : file.tryLock()
@@ -118,23 +128,28 @@ public final class CacheFolder {
 
     /// Opens an existing partial for resuming, with its size and inode; nil when there is none.
     func openPartial(_ name: String) -> (file: FileDescriptor, size: UInt64, inode: UInt64)? {
-        guard case .success(let file) = FileDescriptor.open(name, relativeTo: partials, flags: O_RDWR | O_NOFOLLOW),
+        guard let partials, case .success(let file) = FileDescriptor.open(name, relativeTo: partials, flags: O_RDWR | O_NOFOLLOW),
               case .success(let info) = file.status(), (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         return (file, UInt64(info.st_size), UInt64(info.st_ino))
     }
 
     /// Creates a partial, empty (replacing any stale one), for a body that starts at byte 0.
     func createPartial(_ name: String) -> Result<FileDescriptor, Errno> {
-        FileDescriptor.open(name, relativeTo: partials, flags: O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o644)
+        guard let partials else { return .failure(Errno(ENOENT)) }
+        return FileDescriptor.open(name, relativeTo: partials, flags: O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o644)
     }
 
+    /// Removes a partial. One that cannot be removed is harmless: it has no record, so no
+    /// run trusts it, and `gc` removes it as abandoned.
     func removePartial(_ name: String) {
-        unlinkat(partials.raw, name, 0)
+        guard let partials, case .failure(let error) = FileSystem.remove(name, in: partials), error.code != ENOENT else { return }
+        // left for gc: see above
     }
 
     /// Names of every partial on disk.
     func partialNames() -> [String] {
-        FileSystem.entries(in: partials).map(\.name).filter(CacheLayout.isPartial)
+        guard let partials else { return [] }
+        return FileSystem.entries(in: partials).map(\.name).filter(CacheLayout.isPartial)
     }
 
     /// Moves state.db (and its `-wal`, `-shm`) aside as `state.db.unreadable-<seconds>`,
@@ -142,6 +157,7 @@ public final class CacheFolder {
     /// the state rebuilds it (SPEC §5). Returns the name it was moved to.
     func moveStateAside(at seconds: Int64) -> Result<String, Errno> {
         let aside = CacheLayout.state + ".unreadable-\(seconds)"
+        guard let meta else { return .failure(Errno(ENOENT)) }
         let moved = FileSystem.rename(CacheLayout.state, in: meta, to: aside, in: meta)
         for side in CacheLayout.stateSideFiles { _ = FileSystem.remove(side, in: meta) }
         return moved.map { aside }
@@ -167,8 +183,12 @@ public final class CacheFolder {
             case .success(let opened): folder = opened
             case .failure(let error): return .failure(.unsafePath(error.description))
             }
-            if renameat(partials.raw, name, folder.raw, final.leaf) == 0 { return .success((folder, createdIn)) }
-            let error = Errno.current
+            guard let partials else { return .failure(.cannotWrite(self.path, "no partials folder")) }
+            let error: Errno
+            switch FileSystem.rename(name, in: partials, to: final.leaf, in: folder) {
+            case .success: return .success((folder, createdIn))
+            case .failure(let failed): error = failed
+            }
             if error.code == ENOENT, attempt == 0 { continue }  // folder gone: reopen
             if error.code == EISDIR || error.code == ENOTEMPTY || error.code == EEXIST {
                 return .failure(.unsafePath("'\(feed)/\(path)' is a folder"))

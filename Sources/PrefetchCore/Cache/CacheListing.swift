@@ -4,9 +4,9 @@ import Foundation
 enum CacheListing {
     /// Reads each folder that holds listed files once (no `stat` per file), reaching it
     /// without following symlinks; creates nothing.
-    static func present(_ feeds: [Feed], cache: String) -> Set<ResourceKey> {
+    static func present(_ feeds: [Feed], in cache: CacheFolder?) -> Set<ResourceKey> {
         var present = Set<ResourceKey>()
-        guard case .success(let root) = FileDescriptor.open(cache, flags: O_RDONLY | O_DIRECTORY) else { return present }
+        guard let root = cache?.root else { return present }
         for feed in feeds {
             var folders: [Substring: Set<String>] = [:]
             for resource in feed.resources {
@@ -34,7 +34,8 @@ enum CacheListing {
 
     /// The size of the regular file `feed/path` below the opened cache root, reached without
     /// following any symlink; nil when there is none.
-    static func size(feed: String, path: String, below root: FileDescriptor) -> UInt64? {
+    static func size(feed: String, path: String, in cache: CacheFolder) -> UInt64? {
+        let root = cache.root
         let slash = path.lastSlash
         let leaf = slash.map { path.suffix(afterSlash: $0) } ?? path
         let components = [Substring(feed)] + (slash.map { path[..<$0].split(separator: "/") } ?? [])

@@ -30,10 +30,10 @@ public enum GarbageCollector {
     /// measured against `realNow`, since mtimes are stamped by the real clock.
     /// `partialsOf`: the feeds whose partials count as listed (default `feeds`; `run --feed`
     /// cleans up one feed but keeps every loaded feed's partials).
-    public static func collect(feeds: [Feed], cache: String, now: Instant, realNow: Instant = Clock.realNow(),
+    public static func collect(feeds: [Feed], cache: CacheFolder, now: Instant, realNow: Instant = Clock.realNow(),
                                partialsOf owners: [Feed]? = nil) -> [Removal] {
         // The cache's root itself may be a symlink (the operator's choice); nothing below it is followed.
-        guard case .success(let root) = FileDescriptor.open(cache, flags: O_RDONLY | O_DIRECTORY) else { return [] }
+        let root = cache.root
         var removals: [Removal] = []
         for feed in feeds {
             guard case .success(let feedFolder) = SafePath.openFolders([Substring(feed.name)], below: root, create: false) else {
@@ -49,7 +49,7 @@ public enum GarbageCollector {
             }
             if feed.prune { prune(feedFolder, feed: feed.name, keeping: listed, into: &removals) }
         }
-        removals += abandonedPartials(below: root, feeds: owners ?? feeds, realNow: realNow)
+        if let partials = cache.partials { removals += abandonedPartials(in: partials, feeds: owners ?? feeds, realNow: realNow) }
         return removals
     }
 
@@ -95,9 +95,7 @@ public enum GarbageCollector {
     }
 
     /// Partials of resources no longer listed, or untouched for 7 days.
-    private static func abandonedPartials(below root: FileDescriptor, feeds: [Feed], realNow: Instant) -> [Removal] {
-        guard case .success(let partials) = SafePath.openFolders([Substring(CacheLayout.meta), Substring(CacheLayout.partials)],
-                                                                 below: root, create: false) else { return [] }
+    private static func abandonedPartials(in partials: FileDescriptor, feeds: [Feed], realNow: Instant) -> [Removal] {
         let names = FileSystem.entries(in: partials).filter { CacheLayout.isPartial($0.name) }
         guard !names.isEmpty else { return [] }
         var owned = Set<String>()  // partial names are hashes: computed only when there are partials

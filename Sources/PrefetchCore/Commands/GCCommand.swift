@@ -23,7 +23,12 @@ enum GCCommand {
             case .failure(let code): return code
             }
         }
-        let removals = GarbageCollector.collect(feeds: feeds, cache: config.cache, now: now)
+        // A writer's session, or for --dry-run the cache as it is (nothing created).
+        guard let cache = session?.cache ?? CacheFolder.openExisting(config.cache) else {
+            context.console.out("gc: nothing to remove (no cache at \(config.cache))\n")
+            return .success
+        }
+        let removals = GarbageCollector.collect(feeds: feeds, cache: cache, now: now)
         var out = ""
         for removal in removals {
             out += (dryRun ? "would remove  " : "removed  ") + removal.path + "  (\(removal.reason))\n"

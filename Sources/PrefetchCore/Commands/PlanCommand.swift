@@ -10,7 +10,7 @@ enum PlanCommand {
         let config = settings.config
         guard let feeds = context.loadFeeds(config) else { return .usage }
         let state = context.readState(cache: config.cache, feeds: feeds)
-        let input = PlanInput(feeds: feeds, state: state, cached: CacheListing.present(feeds, cache: config.cache),
+        let input = PlanInput(feeds: feeds, state: state, cached: CacheListing.present(feeds, in: CacheFolder.openExisting(config.cache)),
                               conditions: settings.assumptions.snapshot(ConditionProbes(), config: config, cache: config.cache),
                               now: settings.now(), machineID: settings.machineID)
         let plan = Planner.plan(input)

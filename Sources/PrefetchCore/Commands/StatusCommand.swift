@@ -10,12 +10,12 @@ enum StatusCommand {
         guard let feeds = context.loadFeeds(config) else { return .usage }
         let now = settings.now()
         let snapshot = context.readState(cache: config.cache, feeds: feeds)
-        let cached = CacheListing.present(feeds, cache: config.cache)
+        let cache = CacheFolder.openExisting(config.cache)  // reads only: creates nothing
+        let cached = CacheListing.present(feeds, in: cache)
         let plan = Planner.plan(PlanInput(feeds: feeds, state: snapshot, cached: cached,
                                           conditions: ConditionProbes().snapshot(config: config, cache: config.cache), now: now,
                                           machineID: settings.machineID))
         let json = context.arguments.flags.contains("--json")
-        let root = FileDescriptor.open(config.cache, flags: O_RDONLY | O_DIRECTORY)
         var out = ""
         for (feed, feedPlan) in zip(feeds, plan.feeds) {
             var files = 0
@@ -28,7 +28,7 @@ enum StatusCommand {
                 let state = snapshot.resources[key]
                 if cached.contains(key) {
                     files += 1
-                    bytes += state?.length ?? (try? root.get()).flatMap { CacheListing.size(feed: feed.name, path: resource.path, below: $0) } ?? 0
+                    bytes += state?.length ?? cache.flatMap { CacheListing.size(feed: feed.name, path: resource.path, in: $0) } ?? 0
                 }
                 if let partial = state?.partial { partials.append((resource.path, partial.syncedOffset, partial.totalLength)) }
                 if let error = state?.lastError, state?.failures ?? 0 > 0 || state?.permanentFailure == true {

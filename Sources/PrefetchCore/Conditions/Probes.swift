@@ -122,8 +122,7 @@ public enum DiskProbe {
     public static func freeBytes(at path: String) -> UInt64? {
         var candidate = path.isEmpty ? "." : path
         while true {
-            var info = statvfs()
-            if statvfs(candidate, &info) == 0 { return UInt64(info.f_bavail) * UInt64(info.f_frsize) }
+            if case .success(let free) = FileSystem.freeBytes(at: candidate) { return free }
             guard candidate != "/" && candidate != "." else { return nil }
             let trimmed = candidate.hasSuffix("/") ? String(candidate.dropLast()) : candidate
             if let slash = trimmed.lastIndex(of: "/") {

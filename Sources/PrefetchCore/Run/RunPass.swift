@@ -43,7 +43,7 @@ struct RunPass {
                 console.err("prefetch: error: cannot read \(state.path): \(error)\n")
                 return nil
             }
-            let cached = CacheListing.present(feeds, cache: config.cache)
+            let cached = CacheListing.present(feeds, in: cache)
             let input = PlanInput(feeds: feeds, state: snapshot, cached: cached,
                                   conditions: lastProbe, now: clock(), machineID: machineID)
             return (Planner.plan(input), snapshot, cached)
@@ -123,7 +123,7 @@ struct RunPass {
             }
         }
         if !stopRequested() {
-            let removals = GarbageCollector.collect(feeds: feeds, cache: config.cache, now: clock(), partialsOf: allFeeds)
+            let removals = GarbageCollector.collect(feeds: feeds, cache: cache, now: clock(), partialsOf: allFeeds)
             for (removal, error) in GarbageCollector.apply(removals) {
                 console.err("prefetch: warning: cannot remove \(removal.path): \(error)\n")
             }

@@ -157,6 +157,24 @@ public enum FileSystem {
         renameat(from.raw, name, to.raw, newName) == 0 ? .success(()) : .failure(.current)
     }
 
+    /// Creates `path` and every missing folder above it with mode 0755 (less the umask, as
+    /// `mkdir -p` does); an existing folder is fine.
+    public static func makeFolders(_ path: String) -> Result<Void, Errno> {
+        var partial = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            partial += "/" + component
+            if case .failure(let error) = retryingEINTR({ mkdir(partial, 0o755) }), error.code != EEXIST { return .failure(error) }
+        }
+        return .success(())
+    }
+
+    /// Bytes free for an unprivileged writer on the filesystem holding `path` (`statvfs`).
+    public static func freeBytes(at path: String) -> Result<UInt64, Errno> {
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return .failure(.current) }
+        return .success(UInt64(info.f_bavail) * UInt64(info.f_frsize))
+    }
+
     /// The names in a folder, sorted bytewise, without `.` and `..`.
     public static func listDirectory(_ path: String) -> Result<[String], Errno> {
         guard let dir = opendir(path) else { return .failure(.current) }

@@ -474,7 +474,7 @@ final class Transfer {
         received += UInt64(bytes.count)
         let written = writtenOffset
         if startWriteback, written >= writebackFrom + Self.writebackStep {
-            _ = CShims_start_writeback(file.raw, Int64(writebackFrom), Int64(written - writebackFrom))
+            file.startWriteback(from: writebackFrom, count: written - writebackFrom)
             writebackFrom = written
         }
         return bytes.count
