@@ -79,6 +79,41 @@ import Testing
         #expect(try SQLiteConnection(path: path, readOnly: true).userVersion == 1)
     }
 
+    /// The schema of each table, as SQLite describes it (columns in order, with types).
+    static func schema(_ path: String) throws -> [String: [String]] {
+        let db = try SQLiteConnection(path: path, readOnly: true)
+        var tables: [String: [String]] = [:]
+        let names = try db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        var list: [String] = []
+        while try names.step() { list.append(names.text(0) ?? "") }
+        for table in list {
+            let columns = try db.prepare("PRAGMA table_info(\(table))")
+            while try columns.step() { tables[table, default: []].append("\(columns.text(1) ?? "") \(columns.text(2) ?? "")") }
+        }
+        return tables
+    }
+
+    /// A file of every earlier version ends with the schema a new file gets: the same tables,
+    /// the same columns — those the coming issues need (holds, counters, missed windows,
+    /// removed feeds, generations, verification) included.
+    @Test func everyEarlierVersionMigratesToTheSchemaANewFileGets() throws {
+        let folder = try TemporaryFolderForUnitTests()
+        let fresh = folder.path + "/fresh.db", old = folder.path + "/v1.db", empty = folder.path + "/v0.db"
+        _ = try StateStore.openForWriting(fresh)
+        try Self.versionOne(at: old)
+        _ = try StateStore.openForWriting(old, currentURL: Self.currentURL)
+        _ = try SQLiteConnection(path: empty, readOnly: false)  // version 0: an empty file
+        _ = try StateStore.openForWriting(empty)
+        let expected = try Self.schema(fresh)
+        #expect(try Self.schema(old) == expected)
+        #expect(try Self.schema(empty) == expected)
+        for table in ["origin_holds", "counters", "generations"] { #expect(expected[table] != nil, "\(table)") }
+        for column in ["missed_windows INTEGER", "removed_since INTEGER", "generation INTEGER"] {
+            #expect(expected["feeds"]?.contains(column) == true, "feeds.\(column)")
+        }
+        #expect(expected["partials"]?.contains("boot_id TEXT") == true && expected["resources"]?.contains("verified_at INTEGER") == true)
+    }
+
     /// Times keep their nanoseconds through a write and a read (SPEC §5: full precision).
     @Test func timesKeepFullPrecision() throws {
         let folder = try TemporaryFolderForUnitTests()

@@ -101,6 +101,38 @@ public final class StateStore {
         ALTER TABLE resources ADD COLUMN failure_entry TEXT;
         ALTER TABLE partials ADD COLUMN boot_id TEXT;
         ALTER TABLE partials ADD COLUMN inode INTEGER;
+        -- What a fleet's operation needs (SPEC §6), here from the start so that it adds
+        -- behaviour, not migrations: windows missed in a row and why (starvation); when a
+        -- feed's manifest was first found gone (removed feeds' grace); its live generation
+        -- (consistency: release); when a copy was last re-hashed (verify); origins held
+        -- after connection failures and 429/5xx; counters that never go back (metrics);
+        -- release generations.
+        ALTER TABLE feeds ADD COLUMN missed_windows INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE feeds ADD COLUMN missed_reason TEXT;
+        ALTER TABLE feeds ADD COLUMN last_missed INTEGER;
+        ALTER TABLE feeds ADD COLUMN removed_since INTEGER;
+        ALTER TABLE feeds ADD COLUMN generation INTEGER;
+        ALTER TABLE resources ADD COLUMN verified_at INTEGER;
+        CREATE TABLE origin_holds (
+            origin TEXT PRIMARY KEY,
+            until INTEGER NOT NULL,
+            reason TEXT NOT NULL,
+            since INTEGER NOT NULL,
+            failures INTEGER NOT NULL DEFAULT 1
+        ) WITHOUT ROWID;
+        CREATE TABLE counters (
+            feed TEXT NOT NULL,
+            name TEXT NOT NULL,
+            value INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (feed, name)
+        ) WITHOUT ROWID;
+        CREATE TABLE generations (
+            feed TEXT NOT NULL,
+            number INTEGER NOT NULL,
+            created INTEGER NOT NULL,
+            switched INTEGER,
+            PRIMARY KEY (feed, number)
+        ) WITHOUT ROWID;
         """,
     ]
 
