@@ -319,6 +319,37 @@ import PrefetchCore
         #expect(text.contains("prefetch daemon: reloaded 1 feed") && text.contains("prefetch daemon: stopped (SIGTERM)"))
     }
 
+    /// SPEC §2: the daemon sleeps until the next thing to do — no polling while idle (it
+    /// woke 5 times a second before), and it wakes by itself when a release comes.
+    @Test func theDaemonSleepsUntilTheNextReleaseWithoutPolling() throws {
+        let setup = try Setup(files: ["later.bin": Self.random(500, seed: 3)])
+        let release = Date().addingTimeInterval(6)
+        let stamp = ISO8601DateFormatter().string(from: release.addingTimeInterval(1))  // whole seconds, rounded up
+        try setup.feed("resources:\n  - url: ORIGIN/later.bin\n    not_before: \"\(stamp)\"\n")
+        let (process, log) = try setup.startDaemon()
+        defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
+        #expect(Self.waitFor { ((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("prefetch daemon: 1 feed") })
+        Thread.sleep(forTimeInterval: 1)  // past the first pass
+        func switches() -> Int {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(process.processIdentifier)/task")) ?? []
+            return tasks.reduce(0) { sum, task in
+                let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/task/\(task)/status", encoding: .utf8)) ?? ""
+                let line = status.split(separator: "\n").first { $0.hasPrefix("voluntary_ctxt_switches:") }
+                return sum + (line.flatMap { Int($0.split(separator: "\t").last ?? "") } ?? 0)
+            }
+        }
+        let before = switches()
+        Thread.sleep(forTimeInterval: 3)
+        let woke = switches() - before
+        #expect(woke <= 3, "the idle daemon woke \(woke) times in 3 s")
+        #expect(setup.cached("t/later.bin") == nil, "fetched before its release")
+        #expect(Self.waitFor { setup.cached("t/later.bin") != nil }, "the daemon did not wake for the release")
+        #expect(Date() >= release)
+        process.terminate()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+    }
+
     /// SPEC §2: where `run` exits 75, the daemon waits for the lock, then works.
     @Test func theDaemonWaitsForTheLock() throws {
         let setup = try Setup(files: ["one.bin": Self.random(100)])

@@ -4,7 +4,10 @@ import Foundation
 /// every wake-up — the next release, window opening, backoff end or embargo, and at least
 /// once a minute to re-check conditions. SIGTERM/SIGINT: pause transfers resumably, exit 0.
 /// SIGHUP: reload the feeds (a broken reload keeps the previous ones). SIGUSR1: run now.
+/// What to do when is `DaemonStateMachine`'s; this file does it.
 enum DaemonCommand {
+    /// A sleep looks at the wall clock at least this often, so a clock set forward is noticed.
+    static let clockLook: Double = 15
 
     static func run(_ context: CommandContext) -> ExitCode {
         let settings: Settings
@@ -25,9 +28,28 @@ enum DaemonCommand {
         }
         let reporter = RunReporter(mode: console.colorOut ? .terminal : .plain, quiet: false, console: console, silentWhenIdle: true)
         console.out("prefetch daemon: \(feeds.count) feed\(feeds.count == 1 ? "" : "s") from \(config.feeds), cache \(config.cache)\n")
-        let clock = { settings.now() }
-        while signals.received == nil {
-            if signals.take(SIGHUP) {
+
+        var machine = DaemonStateMachine()
+        var action = machine.handle(.started(at: settings.now()))
+        /// Tells the machine every signal that arrived; the last action that is not `.none` wins
+        /// (a SIGTERM after a SIGHUP stops rather than reloads).
+        func deliverSignals() -> DaemonStateMachine.Action? {
+            var latest: DaemonStateMachine.Action?
+            for number in signals.drain() {
+                let next = machine.handle(.signal(DaemonStateMachine.Signal(number), at: settings.now()))
+                if next != .none { latest = next }
+            }
+            return latest
+        }
+        while true {
+            switch action {
+            case .runPass:
+                let pass = RunPass(feeds: feeds, allFeeds: feeds, settings: settings, cache: session.cache, state: session.state,
+                                   console: console, wantsNextWakeup: true)
+                let outcome = pass.execute(reporter: reporter, stopRequested: { signals.received != nil })
+                _ = deliverSignals()  // remembered by the machine until the pass's end, just told
+                action = machine.handle(.passEnded(nextWakeup: outcome.nextWakeup, at: settings.now()))
+            case .reloadFeeds:
                 let loaded = FeedLoader.load([config.feeds], config: config)
                 console.report(loaded.diagnostics, sources: loaded.sources)
                 if loaded.hasErrors {
@@ -36,22 +58,33 @@ enum DaemonCommand {
                     feeds = loaded.feeds
                     console.out("prefetch daemon: reloaded \(feeds.count) feed\(feeds.count == 1 ? "" : "s")\n")
                 }
-            }
-            _ = signals.take(SIGUSR1)
-            let pass = RunPass(feeds: feeds, allFeeds: feeds, settings: settings, cache: session.cache, state: session.state,
-                               console: console, wantsNextWakeup: true)
-            let outcome = pass.execute(reporter: reporter, stopRequested: { signals.received != nil })
-            let now = clock()
-            let wake = min(max(outcome.nextWakeup ?? now.advanced(bySeconds: RunPass.recheckSeconds), now.advanced(bySeconds: 1)),
-                           now.advanced(bySeconds: RunPass.recheckSeconds))
-            // Sleep in small steps so a signal is acted on at once.
-            while signals.received == nil, clock() < wake {
-                if signals.take(SIGUSR1) { break }
-                if signals.has(SIGHUP) { break }  // taken at the top of the loop
-                Thread.sleep(forTimeInterval: 0.2)
+                action = machine.handle(.reloaded(at: settings.now()))
+                if let signalled = deliverSignals() { action = signalled }
+            case .sleep(let until):
+                let left = Double(until.nanoseconds(since: settings.now())) / 1e9
+                if signals.wait(seconds: min(left, clockLook)), let signalled = deliverSignals() {
+                    action = signalled
+                } else {
+                    action = machine.handle(.timerFired(at: settings.now()))
+                }
+            case .stop(let signal):
+                console.out("prefetch daemon: stopped (\(signal == .interrupt ? "SIGINT" : "SIGTERM")); partial data kept for resume\n")
+                return .success
+            case .none:
+                // Not an answer to any event this loop gives; looking at the clock again is safe.
+                action = machine.handle(.timerFired(at: settings.now()))
             }
         }
-        console.out("prefetch daemon: stopped (\(signals.received == SIGINT ? "SIGINT" : "SIGTERM")); partial data kept for resume\n")
-        return .success
+    }
+}
+
+extension DaemonStateMachine.Signal {
+    init(_ number: Int32) {
+        switch number {
+        case SIGINT: self = .interrupt
+        case SIGHUP: self = .hangup
+        case SIGUSR1: self = .runNow
+        default: self = .terminate
+        }
     }
 }

@@ -1,26 +1,22 @@
 import Foundation
 
-/// SIGTERM/SIGINT turned into a flag the transfer loop checks: transfers pause resumably
-/// and the run exits 0 (SPEC §2). Installed before any work starts, so none is missed.
-/// The daemon also counts SIGHUP (reload feeds) and SIGUSR1 (run now).
+/// Signals as events. SIGTERM/SIGINT also raise a flag the transfer loop checks: transfers
+/// pause resumably and the run exits 0 (SPEC §2). Installed before any work starts, so none
+/// is missed. The daemon also listens for SIGHUP (reload feeds) and SIGUSR1 (run now), takes
+/// every arrival in order (`drain`) and sleeps until one comes (`wait`), without polling.
 final class StopSignal: @unchecked Sendable {
     private let lock = NSLock()
     private var raised: Int32?
-    private var pending: Set<Int32> = []
+    private var arrivals: [Int32] = []
+    private let arrived = DispatchSemaphore(value: 0)
     private var sources: [DispatchSourceSignal] = []
 
     init(signals: [Int32] = [SIGTERM, SIGINT], also others: [Int32] = []) {
-        for number in others {
+        for number in others + signals {
+            let stops = signals.contains(number)
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [weak self] in self?.note(number) }
-            source.resume()
-            sources.append(source)
-        }
-        for number in signals {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [weak self] in self?.raise(number) }
+            source.setEventHandler { [weak self] in self?.note(number, stops: stops) }
             source.resume()
             sources.append(source)
         }
@@ -30,33 +26,40 @@ final class StopSignal: @unchecked Sendable {
         for source in sources { source.cancel() }
     }
 
-    private func note(_ number: Int32) {
+    private func note(_ number: Int32, stops: Bool) {
         lock.lock()
-        pending.insert(number)
+        if stops, raised == nil { raised = number }
+        arrivals.append(number)
         lock.unlock()
+        arrived.signal()
     }
 
-    /// True once for each arrival of `number` (SIGHUP, SIGUSR1) since the last call.
-    func take(_ number: Int32) -> Bool {
+    /// Every signal that arrived since the last call, oldest first.
+    func drain() -> [Int32] {
         lock.lock()
         defer { lock.unlock() }
-        return pending.remove(number) != nil
+        let taken = arrivals
+        arrivals.removeAll()
+        return taken
     }
 
-    /// Whether `number` arrived and was not taken yet.
-    func has(_ number: Int32) -> Bool {
+    /// Sleeps until a signal arrives (true; it is left for `drain`) or `seconds` pass (false).
+    func wait(seconds: Double) -> Bool {
+        let deadline = DispatchTime.now() + max(0, seconds)
+        while true {
+            if hasArrivals { return true }
+            // A count left by an arrival drained earlier wakes this once; it waits on.
+            if arrived.wait(timeout: deadline) == .timedOut { return hasArrivals }
+        }
+    }
+
+    private var hasArrivals: Bool {
         lock.lock()
         defer { lock.unlock() }
-        return pending.contains(number)
+        return !arrivals.isEmpty
     }
 
-    func raise(_ number: Int32) {
-        lock.lock()
-        if raised == nil { raised = number }
-        lock.unlock()
-    }
-
-    /// The signal received, if any.
+    /// The stop signal received, if any.
     var received: Int32? {
         lock.lock()
         defer { lock.unlock() }
