@@ -104,14 +104,25 @@ import Testing
                      "statvfs", "fsync", "ftruncate", "lseek", "pwrite", "read", "write", "opendir", "readdir", "fdopendir",
                      "closedir", "flock", "openat", "close", "dup", "CShims_start_writeback", "CShims_filesystem_type"]
         var found: [String] = []
-        let declarations = try Regex("func [A-Za-z0-9_]+\\(")
+        let declarations = try Regex("(func|case) [A-Za-z0-9_]+\\(")
         for file in try Self.files() where file.folder != "System" {
-            let code = file.code.replacing(declarations, with: "func _(")  // declaring a `read()` is no call
+            let code = file.code.replacing(declarations, with: "func _(")  // declaring a `read()` or a `case write(…)` is no call
             for call in calls {
                 // A free function call: the name, then "(", not after "." (a method of ours) or a letter.
                 let pattern = try Regex("(^|[^.A-Za-z0-9_])" + call + "\\(")
                 if code.contains(pattern) { found.append("\(file.folder)/\(file.name) calls \(call)(") }
             }
+        }
+        #expect(found.isEmpty, Comment(rawValue: found.joined(separator: "\n")))
+    }
+
+    /// libcurl is called from its owner types only: every option set and every result
+    /// checked in one file (Transfer/Curl.swift).
+    @Test func libcurlIsCalledFromCurlSwiftOnly() throws {
+        var found: [String] = []
+        let call = try Regex("(curl_[a-z_]+\\(|CURLOPT_|CURLMOPT_|CShims_(easy|multi)_)")
+        for file in try Self.files() where !(file.folder == "Transfer" && file.name == "Curl.swift") {
+            if file.code.contains(call) { found.append("\(file.folder)/\(file.name)") }
         }
         #expect(found.isEmpty, Comment(rawValue: found.joined(separator: "\n")))
     }

@@ -8,25 +8,63 @@ struct CurlError: Error, CustomStringConvertible {
     var description: String { message }
 }
 
-/// Owns one `CURL *` easy handle (cleaned up in `deinit`); typed setters over the C shim.
+/// The options every request of a run shares, set once per handle (handles are reused).
+struct CurlSharedOptions {
+    var caFile: String?
+    var userAgent: String
+}
+
+/// The options of one request (set again on each: a handle serves many transfers).
+struct CurlRequestOptions {
+    var url: String
+    var headers: [String]
+    var connectTimeout: Int
+    var stallTimeout: Int
+    var bufferSize: Int
+}
+
+/// libcurl's data callback type (CURLOPT_WRITEFUNCTION, CURLOPT_HEADERFUNCTION).
+typealias CurlDataCallback = @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int
+
+/// Owns one `CURL *` easy handle (cleaned up in `deinit`). Every `CURLOPT_*` prefetch sets is
+/// set here, and every result is checked.
 final class CurlEasy {
-    let handle: UnsafeMutableRawPointer
+    /// Which handle a finished transfer of `CurlMulti.completed` is.
+    struct ID: Hashable {
+        fileprivate let handle: UnsafeMutableRawPointer
+    }
+
+    fileprivate let handle: UnsafeMutableRawPointer
+    var id: ID { ID(handle: handle) }
     /// Set once the options every request shares are in place (handles are reused).
-    var configured = false
+    private var configured = false
     /// The receive buffer size set on this handle, once set. libcurl 7.88 refuses a new size
     /// once the handle has its buffer (CURLE_BAD_FUNCTION_ARGUMENT), so a handle keeps its
     /// size: the engine reuses it only for transfers that want the same.
     private(set) var bufferSize: Int?
     private var headerList: UnsafeMutablePointer<curl_slist>?
-    private var strings: [ContiguousArray<CChar>] = []
     /// libcurl's own account of a failure (CURLOPT_ERRORBUFFER), which says more than the
     /// code's words: which name a certificate lacks, which CA is unknown, which host refused.
-    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+    private let errorBuffer: UnsafeMutablePointer<CChar>
 
-    init() {
-        handle = curl_easy_init()
+    /// What a write callback returns to stop libcurl until `unpause` (it hands the same bytes
+    /// over again then).
+    static let pauseWriting = Int(CURL_WRITEFUNC_PAUSE)
+
+    init() throws(CurlError) {
+        guard let created = curl_easy_init() else {
+            throw CurlError(code: Int32(CURLE_OUT_OF_MEMORY.rawValue), message: "curl_easy_init: cannot create a handle")
+        }
+        handle = created
+        errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
-        _ = CShims_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer)
+        do {
+            try check(CShims_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer), "error buffer")
+        } catch {
+            curl_easy_cleanup(handle)
+            errorBuffer.deallocate()
+            throw error
+        }
     }
 
     deinit {
@@ -35,15 +73,35 @@ final class CurlEasy {
         errorBuffer.deallocate()
     }
 
-    func setBufferSize(_ size: Int) throws(CurlError) {
-        guard bufferSize != size else { return }
-        try set(CURLOPT_BUFFERSIZE, size, "buffer size")
-        bufferSize = size
-    }
-
-    /// Forgets the last failure's message (before each request: handles are reused).
-    func clearError() {
-        errorBuffer[0] = 0
+    /// Sets up the next request: the shared options once, then this request's. `receiver`
+    /// is handed to both callbacks (unretained: it must outlive the request).
+    func prepare(_ request: CurlRequestOptions, shared: CurlSharedOptions, receiver: UnsafeMutableRawPointer,
+                 body: CurlDataCallback, header: CurlDataCallback) throws(CurlError) {
+        if !configured {
+            try set(CURLOPT_PROTOCOLS_STR, "http,https", "protocols")
+            try set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https", "redirect protocols")
+            try set(CURLOPT_FOLLOWLOCATION, 0, "follow location")  // redirects are followed by hand (headers, loops)
+            try set(CURLOPT_NOSIGNAL, 1, "no signal")
+            try set(CURLOPT_LOW_SPEED_LIMIT, 1024, "low speed limit")
+            try set(CURLOPT_SSL_VERIFYPEER, 1, "verify peer")
+            try set(CURLOPT_SSL_VERIFYHOST, 2, "verify host")
+            if let caFile = shared.caFile { try set(CURLOPT_CAINFO, caFile, "ca_file") }
+            try set(CURLOPT_USERAGENT, shared.userAgent, "user agent")
+            try check(CShims_easy_setopt_write_callback(handle, CURLOPT_WRITEFUNCTION, body), "write callback")
+            try check(CShims_easy_setopt_write_callback(handle, CURLOPT_HEADERFUNCTION, header), "header callback")
+            configured = true
+        }
+        try set(CURLOPT_URL, request.url, "url")
+        errorBuffer[0] = 0  // the last request's message is not this one's
+        try setHeaders(request.headers)
+        try set(CURLOPT_CONNECTTIMEOUT, request.connectTimeout, "connect timeout")
+        try set(CURLOPT_LOW_SPEED_TIME, request.stallTimeout, "stall timeout")
+        if bufferSize != request.bufferSize {
+            try set(CURLOPT_BUFFERSIZE, request.bufferSize, "buffer size")
+            bufferSize = request.bufferSize
+        }
+        try check(CShims_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, receiver), "write data")
+        try check(CShims_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, receiver), "header data")
     }
 
     /// Why the last request failed with `code`: libcurl's detailed message when it left one,
@@ -61,38 +119,33 @@ final class CurlEasy {
         }
     }
 
-    func set(_ option: CURLoption, _ value: Int, _ name: String = "option") throws(CurlError) {
+    private func set(_ option: CURLoption, _ value: Int, _ name: String) throws(CurlError) {
         try check(CShims_easy_setopt_long(handle, option, value), name)
     }
 
-    func set(_ option: CURLoption, offset value: Int64, _ name: String = "option") throws(CurlError) {
-        try check(CShims_easy_setopt_off(handle, option, curl_off_t(value)), name)
-    }
-
     /// Sets a string option; libcurl copies strings (CURLOPT_* "the string is copied" since 7.17).
-    func set(_ option: CURLoption, _ value: String, _ name: String = "option") throws(CurlError) {
+    private func set(_ option: CURLoption, _ value: String, _ name: String) throws(CurlError) {
         try check(CShims_easy_setopt_string(handle, option, value), name)
     }
 
-    func set(_ option: CURLoption, pointer: UnsafeMutableRawPointer?) throws(CurlError) {
-        try check(CShims_easy_setopt_pointer(handle, option, pointer), "pointer option")
-    }
-
-    func set(_ option: CURLoption, callback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int) throws(CurlError) {
-        try check(CShims_easy_setopt_write_callback(handle, option, callback), "callback")
-    }
-
     /// Replaces the request headers.
-    func setHeaders(_ lines: [String]) throws(CurlError) {
+    private func setHeaders(_ lines: [String]) throws(CurlError) {
         if let headerList { curl_slist_free_all(headerList) }
         headerList = nil
-        for line in lines { headerList = curl_slist_append(headerList, line) }
+        for line in lines {
+            guard let appended = curl_slist_append(headerList, line) else {
+                throw CurlError(code: Int32(CURLE_OUT_OF_MEMORY.rawValue), message: "headers: out of memory")
+            }
+            headerList = appended
+        }
         try check(CShims_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList), "headers")
     }
 
-    /// Lets a transfer paused by its write callback (CURL_WRITEFUNC_PAUSE) go on.
-    func unpause() {
-        _ = curl_easy_pause(handle, CURLPAUSE_CONT)
+    /// Lets a transfer paused by its write callback go on. False when libcurl refused (the
+    /// transfer then ends with libcurl's error, as any other).
+    @discardableResult
+    func unpause() -> Bool {
+        curl_easy_pause(handle, CURLPAUSE_CONT) == CURLE_OK
     }
 
     var redirectURL: String? {
@@ -107,39 +160,55 @@ final class CurlEasy {
 }
 
 /// Owns a `CURLM *` multi handle: many transfers on one thread, with connection reuse.
+/// Every `CURLMcode` is checked.
 final class CurlMulti {
-    let handle: UnsafeMutableRawPointer
+    private let handle: UnsafeMutableRawPointer
 
-    init(totalConnections: Int, perHost: Int) {
-        handle = curl_multi_init()
-        _ = CShims_multi_setopt_long(handle, CURLMOPT_MAX_TOTAL_CONNECTIONS, totalConnections)
-        _ = CShims_multi_setopt_long(handle, CURLMOPT_MAX_HOST_CONNECTIONS, perHost)
-        _ = CShims_multi_setopt_long(handle, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+    init(totalConnections: Int, perHost: Int) throws(CurlError) {
+        guard let created = curl_multi_init() else {
+            throw CurlError(code: Int32(CURLM_OUT_OF_MEMORY.rawValue), message: "curl_multi_init: cannot create a handle")
+        }
+        handle = created
+        do {
+            try check(CShims_multi_setopt_long(handle, CURLMOPT_MAX_TOTAL_CONNECTIONS, totalConnections), "total connections")
+            try check(CShims_multi_setopt_long(handle, CURLMOPT_MAX_HOST_CONNECTIONS, perHost), "connections per host")
+            try check(CShims_multi_setopt_long(handle, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX)), "multiplexing")
+        } catch {
+            curl_multi_cleanup(handle)
+            throw error
+        }
     }
 
     deinit {
         curl_multi_cleanup(handle)
     }
 
-    func add(_ easy: CurlEasy) {
-        curl_multi_add_handle(handle, easy.handle)
+    private func check(_ code: CURLMcode, _ name: String) throws(CurlError) {
+        guard code == CURLM_OK else {
+            throw CurlError(code: Int32(code.rawValue), message: "\(name): \(String(cString: curl_multi_strerror(code)))")
+        }
     }
 
-    func remove(_ easy: CurlEasy) {
-        curl_multi_remove_handle(handle, easy.handle)
+    func add(_ easy: CurlEasy) throws(CurlError) {
+        try check(curl_multi_add_handle(handle, easy.handle), "curl_multi_add_handle")
+    }
+
+    /// Takes `easy` out; false when libcurl refused (the handle is then not reused).
+    func remove(_ easy: CurlEasy) -> Bool {
+        curl_multi_remove_handle(handle, easy.handle) == CURLM_OK
     }
 
     /// Drives transfers; returns how many are still running.
-    func perform() -> Int {
+    func perform() throws(CurlError) -> Int {
         var running: Int32 = 0
-        curl_multi_perform(handle, &running)
+        try check(curl_multi_perform(handle, &running), "curl_multi_perform")
         return Int(running)
     }
 
     /// Waits for activity for at most `milliseconds`.
-    func poll(milliseconds: Int) {
+    func poll(milliseconds: Int) throws(CurlError) {
         var ready: Int32 = 0
-        curl_multi_poll(handle, nil, 0, Int32(milliseconds), &ready)
+        try check(curl_multi_poll(handle, nil, 0, Int32(milliseconds), &ready), "curl_multi_poll")
     }
 
     /// Something other threads may call to end a `poll` early (curl_multi_wakeup is
@@ -148,16 +217,16 @@ final class CurlMulti {
 
     struct Waker: @unchecked Sendable {
         fileprivate let handle: UnsafeMutableRawPointer
-        func wake() { curl_multi_wakeup(handle) }
+        func wake() { _ = curl_multi_wakeup(handle) }  // fails only for a bad handle: the poll then ends by its timeout
     }
 
     /// Completed transfers: the easy handle and its result code.
-    func completed() -> [(UnsafeMutableRawPointer, Int32)] {
-        var done: [(UnsafeMutableRawPointer, Int32)] = []
+    func completed() -> [(CurlEasy.ID, Int32)] {
+        var done: [(CurlEasy.ID, Int32)] = []
         var left: Int32 = 0
         while let message = curl_multi_info_read(handle, &left) {
             if message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle {
-                done.append((easy, Int32(message.pointee.data.result.rawValue)))
+                done.append((CurlEasy.ID(handle: easy), Int32(message.pointee.data.result.rawValue)))
             }
         }
         return done

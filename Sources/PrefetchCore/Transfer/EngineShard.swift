@@ -23,7 +23,7 @@ final class EngineShard: @unchecked Sendable {
     private let concurrency: Int
     private let perHost: Int
     private let shards: Int
-    private var active: [UnsafeMutableRawPointer: Transfer] = [:]
+    private var active: [CurlEasy.ID: Transfer] = [:]
     private(set) var summary = EngineSummary()
     /// Feeds whose metered bytes count toward their budget.
     private let metered: Bool
@@ -32,9 +32,9 @@ final class EngineShard: @unchecked Sendable {
     private let allowances: [String: MeteredAllowance]
     private let limiters: [String: RateLimiter]
 
-    init(index: Int, of shards: Int, concurrency: Int, perHost: Int, board: RunBoard, cache: CacheFolder, config: Config, environment: [String: String],
-         metered: Bool, allowances: [String: MeteredAllowance], limiters: [String: RateLimiter], pool: BufferPool, bootID: String,
-         clock: @escaping () -> Instant) {
+    init(index: Int, of shards: Int, multi: CurlMulti, concurrency: Int, perHost: Int, board: RunBoard, cache: CacheFolder, config: Config,
+         environment: [String: String], metered: Bool, allowances: [String: MeteredAllowance], limiters: [String: RateLimiter], pool: BufferPool,
+         bootID: String, clock: @escaping () -> Instant) {
         self.index = index
         self.pool = pool
         self.bootID = bootID
@@ -49,7 +49,7 @@ final class EngineShard: @unchecked Sendable {
         self.allowances = allowances
         self.limiters = limiters
         self.clock = clock
-        multi = CurlMulti(totalConnections: concurrency, perHost: perHost)
+        self.multi = multi
         syncsInline = cache.syncIsFree
         syncer = Syncer(maxWorkers: 8, onFinished: { [waker = multi.waker] in waker.wake() })
     }
@@ -65,7 +65,7 @@ final class EngineShard: @unchecked Sendable {
     /// Complete files waiting for their fsync before the rename.
     private var awaitingPlacement: [Int: (transfer: Transfer, bytes: UInt64, validators: Validators, sha256: String?)] = [:]
     /// Periodic partial fsyncs in flight: the offset and validators to record once durable.
-    private var awaitingPartialSync: [Int: (transfer: Transfer, offset: UInt64, validators: Validators, total: UInt64?)] = [:]
+    private var awaitingPartialSync: [Int: (transfer: Transfer, offset: UInt64, epoch: Int, validators: Validators, total: UInt64?)] = [:]
     /// Complete files may wait for fsync only up to this many; then new transfers wait (each holds a descriptor).
     private var placementBacklog: Int { max(32, 2 * concurrency) }
 
@@ -77,7 +77,7 @@ final class EngineShard: @unchecked Sendable {
 
     /// Everything that ended since the last loop. Its state writes join the board's
     /// transaction, committed at most `RunBoard.commitInterval` later (group commit).
-    private func finishBatch(completed: [(UnsafeMutableRawPointer, Int32)]) {
+    private func finishBatch(completed: [(CurlEasy.ID, Int32)]) {
         let synced = syncsInline ? [] : syncer.takeFinished()
         handleCompleted(completed)
         handleSynced(synced)
@@ -92,10 +92,8 @@ final class EngineShard: @unchecked Sendable {
             } else if let partial = awaitingPartialSync.removeValue(forKey: done.id) {
                 let transfer = partial.transfer
                 // Only for a transfer still running: one that ended has recorded its own outcome.
-                guard case .success = done.result, active[transfer.easy.handle] === transfer, partial.offset > transfer.syncedOffset,
-                      partial.validators == transfer.partialValidators else { continue }
-                transfer.syncedOffset = partial.offset
-                transfer.partialRecorded = true
+                guard case .success = done.result, active[transfer.easy.id] === transfer,
+                      transfer.noteSynced(partial.offset, epoch: partial.epoch, validators: partial.validators) else { continue }
                 let synced = transfer.partialRecord(syncedOffset: partial.offset, validators: partial.validators, total: partial.total, at: clock())
                 record { [key = transfer.job.key] state in try state.recordPartial(key, synced) }
             }
@@ -146,13 +144,23 @@ final class EngineShard: @unchecked Sendable {
                 continue
             }
             if busySince == nil { busySince = Date() }
-            _ = multi.perform()
+            do {
+                _ = try multi.perform()
+            } catch {
+                multiFailed(error)
+            }
             finishBatch(completed: multi.completed())
             recordNewPartials()
             if !allowances.isEmpty {
                 for transfer in Array(active.values) where transfer.pausedForBudget { pause(transfer, reason: "metered budget used") }
             }
-            if !active.isEmpty { multi.poll(milliseconds: resumeRateLimited()) }
+            if !active.isEmpty {
+                do {
+                    try multi.poll(milliseconds: resumeRateLimited())
+                } catch {
+                    multiFailed(error)
+                }
+            }
             if Date().timeIntervalSince(lastSync) >= 2 {
                 lastSync = Date()
                 for transfer in active.values { syncInBackground(transfer) }
@@ -191,10 +199,27 @@ final class EngineShard: @unchecked Sendable {
         }
     }
 
+    /// libcurl's multi handle failed (out of memory, an internal error): its transfers end
+    /// as transient failures, retried by the usual rules.
+    private func multiFailed(_ error: CurlError) {
+        for transfer in Array(active.values) {
+            takeOut(transfer, reusable: false)
+            fail(transfer, TransferFailure(kind: .transient, message: "libcurl: \(error.message)", retryAfter: nil, discardPartial: false, httpStatus: nil))
+        }
+    }
+
     /// Takes a transfer out of the running set.
     private func deactivate(_ transfer: Transfer) {
-        active[transfer.easy.handle] = nil
+        active[transfer.easy.id] = nil
         limiters[transfer.job.feed.name]?.leave(transfer)
+    }
+
+    /// Takes a running transfer off the multi handle and out of the running set, and ends
+    /// its hold on the handle.
+    private func takeOut(_ transfer: Transfer, reusable: Bool) {
+        let removed = multi.remove(transfer.easy)
+        deactivate(transfer)
+        release(transfer, reusable: reusable && removed)
     }
 
     // MARK: Starting
@@ -217,27 +242,37 @@ final class EngineShard: @unchecked Sendable {
 
     private func start(_ planned: TransferJob) {
         let job = cachedCopyIsIntact(planned) ? planned : planned.withoutCachedCopy
+        let easy: CurlEasy
+        do {
+            easy = try idleHandle(bufferSize: Transfer.bufferSize(job, limiter: limiters[job.feed.name]))
+        } catch {
+            retryOrReport(job, TransferFailure(kind: .transient, message: "libcurl: \(error.message)", retryAfter: nil, discardPartial: false, httpStatus: nil),
+                          transfer: nil)
+            return
+        }
         let name = CacheFolder.partialName(feed: job.key.feed, path: job.key.path)
         // Only a partial state.db knows of can be resumed; any other is replaced when a body begins.
         let existing = job.partial != nil ? cache.openPartial(name) : nil
         let allowance = allowances[job.feed.name]
-        let transfer = Transfer(job: job, easy: idleHandle(bufferSize: Transfer.bufferSize(job, limiter: limiters[job.feed.name])),
-                                partialName: name, existing: existing, globalCap: config.maxSize.bytes, bootID: bootID, pool: pool,
-                                limiter: limiters[job.feed.name], allowance: allowance, startWriteback: !syncsInline,
+        let transfer = Transfer(job: job, easy: easy, partialName: name, existing: existing, globalCap: config.maxSize.bytes, bootID: bootID,
+                                pool: pool, limiter: limiters[job.feed.name], allowance: allowance, startWriteback: !syncsInline,
                                 createFile: { [cache] in cache.createPartial(name) })
         do {
-            try transfer.configure(config: config, environment: environment)
+            try transfer.start(config: config, environment: environment)
+            try multi.add(transfer.easy)
+        } catch let error as TransferFailure {
+            fail(transfer, error)
+            return
         } catch {
-            fail(job, error, transfer: transfer)
+            fail(transfer, TransferFailure(kind: .transient, message: "libcurl: \(error)", retryAfter: nil, discardPartial: false, httpStatus: nil))
             return
         }
         if let allowance, let size = job.resource.size {
             transfer.reservedBudget = max(1, size - min(size, transfer.offset))
             allowance.reserve(transfer.reservedBudget)
         }
-        active[transfer.easy.handle] = transfer
+        active[transfer.easy.id] = transfer
         limiters[job.feed.name]?.join(transfer)
-        multi.add(transfer.easy)
         // The expected total: `size`, else a resumed partial's recorded total (its version's length).
         let total = job.resource.size ?? (transfer.offset > 0 ? job.partial?.totalLength : nil)
         board.emit(.started(job.key, url: job.resource.url.redacted, total: total, resumeAt: transfer.offset))
@@ -255,8 +290,8 @@ final class EngineShard: @unchecked Sendable {
     private var idleHandles: [CurlEasy] = []
 
     /// An idle handle whose receive buffer has this size, else a new one.
-    private func idleHandle(bufferSize: Int) -> CurlEasy {
-        guard let index = idleHandles.lastIndex(where: { $0.bufferSize == bufferSize }) else { return CurlEasy() }
+    private func idleHandle(bufferSize: Int) throws(CurlError) -> CurlEasy {
+        guard let index = idleHandles.lastIndex(where: { $0.bufferSize == bufferSize }) else { return try CurlEasy() }
         return idleHandles.remove(at: index)
     }
 
@@ -302,27 +337,32 @@ final class EngineShard: @unchecked Sendable {
 
     // MARK: Finishing
 
-    private func handleCompleted(_ completed: [(UnsafeMutableRawPointer, Int32)]) {
-        for (handle, code) in completed {
-            guard let transfer = active[handle] else { continue }
-            multi.remove(transfer.easy)
+    private func handleCompleted(_ completed: [(CurlEasy.ID, Int32)]) {
+        for (id, code) in completed {
+            guard let transfer = active[id] else { continue }
+            let removed = multi.remove(transfer.easy)
             let outcome = transfer.finish(curlCode: code, maxRedirects: transfer.job.feed.limits.maxRedirects ?? config.maxRedirects)
-            if case .redirect = outcome {} else { release(transfer, reusable: code == CurlGlobal.ok) }
-            switch outcome {
-            case .redirect:
+            if case .redirect(let request) = outcome {
                 do {
-                    try transfer.configure(config: config, environment: environment)
-                    multi.add(transfer.easy)
+                    try transfer.send(request, config: config, environment: environment)
+                    try multi.add(transfer.easy)
+                } catch let error as TransferFailure {
+                    deactivate(transfer)
+                    fail(transfer, error)
                 } catch {
                     deactivate(transfer)
-                    fail(transfer.job, error, transfer: transfer)
+                    fail(transfer, TransferFailure(kind: .transient, message: "libcurl: \(error)", retryAfter: nil, discardPartial: false, httpStatus: nil))
                 }
                 continue
+            }
+            deactivate(transfer)
+            release(transfer, reusable: code == CurlGlobal.ok && removed)
+            switch outcome {
+            case .redirect:
+                continue
             case .complete(let bytes, let validators, let sha256):
-                deactivate(transfer)
                 complete(transfer, bytes: bytes, validators: validators, sha256: sha256)
             case .notModified(let validators):
-                deactivate(transfer)
                 record { [job = transfer.job, now = clock(), clearPartial = transfer.partialRecorded] state in
                     try state.recordValidated(job.key, urlHash: job.urlHash, validators: validators, length: nil, sha256: nil,
                                               placed: false, at: now, clearPartial: clearPartial)
@@ -332,19 +372,17 @@ final class EngineShard: @unchecked Sendable {
                 summary.fresh += 1
                 board.emit(.fresh(transfer.job.key))
             case .failed(let failure):
-                deactivate(transfer)
-                fail(transfer.job, failure, transfer: transfer)
+                fail(transfer, failure)
             }
         }
     }
 
     /// fsync, rename into place, fsync the folder, then record — in that order (SPEC §3).
     /// The fsync runs on the syncer (unless it is free), the rest back on this thread.
-    private func complete(_ transfer: Transfer, bytes: UInt64, validators: Validators, sha256: String?) {
+    private func complete(_ transfer: Transfer, bytes: UInt64, validators: Validators, sha256: String) {
         countMetered(transfer)
         guard let file = transfer.file else {
-            fail(transfer.job, TransferFailure(kind: .transient, message: "the partial is missing", retryAfter: nil, discardPartial: true, httpStatus: nil),
-                 transfer: transfer)
+            fail(transfer, TransferFailure(kind: .transient, message: "the partial is missing", retryAfter: nil, discardPartial: true, httpStatus: nil))
             return
         }
         if syncsInline {
@@ -356,85 +394,91 @@ final class EngineShard: @unchecked Sendable {
     }
 
     private func place(_ transfer: Transfer, bytes: UInt64, validators: Validators, sha256: String?, synced: Result<Void, Errno>) {
-        if case .failure(let error) = synced {
-            fail(transfer.job, TransferFailure(kind: .transient, message: "fsync: \(error)", retryAfter: nil, discardPartial: false, httpStatus: nil),
-                 transfer: transfer)
+        if let failure = transfer.fileSynced(synced) {
+            fail(transfer, failure)
             return
         }
-        switch cache.place(partial: transfer.partialName, feed: transfer.job.key.feed, path: transfer.job.key.path, folders: &openFolders) {
-        case .failure(let error):
+        let placed = cache.place(partial: transfer.partialName, feed: transfer.job.key.feed, path: transfer.job.key.path, folders: &openFolders)
+        if case .failure(let error) = placed, let failure = transfer.renamed(error.description) {
             cache.removePartial(transfer.partialName)
-            fail(transfer.job, TransferFailure(kind: .permanent, message: error.description, retryAfter: nil, discardPartial: true, httpStatus: nil),
-                 transfer: nil)
-        case .success(let (folder, createdIn)):
-            record(placedIn: [folder] + createdIn) { [job = transfer.job, now = clock(), clearPartial = transfer.partialRecorded] state in
-                try state.recordValidated(job.key, urlHash: job.urlHash, validators: validators, length: bytes, sha256: sha256,
-                                          placed: true, at: now, clearPartial: clearPartial)
-            }
-            attempt(transfer, outcome: "placed", error: nil)
-            summary.placed += 1
-            board.emit(.placed(transfer.job.key, bytes: bytes, received: transfer.received, resumedAt: transfer.requestedFrom,
-                               seconds: Date().timeIntervalSince(transfer.startedAt)))
+            retryOrReport(transfer.job, failure, transfer: transfer)  // no attempt: the exchange itself succeeded
+            return
         }
+        guard case .success(let (folder, createdIn)) = placed, transfer.renamed(nil) == nil else { return }
+        record(placedIn: [folder] + createdIn) { [job = transfer.job, now = clock(), clearPartial = transfer.partialRecorded] state in
+            try state.recordValidated(job.key, urlHash: job.urlHash, validators: validators, length: bytes, sha256: sha256,
+                                      placed: true, at: now, clearPartial: clearPartial)
+        }
+        attempt(transfer, outcome: "placed", error: nil)
+        summary.placed += 1
+        board.emit(.placed(transfer.job.key, bytes: bytes, received: transfer.received, resumedAt: transfer.requestedFrom,
+                           seconds: Date().timeIntervalSince(transfer.startedAt)))
     }
 
     /// Folders of the cache opened by placements on this shard.
     private var openFolders: [String: FileDescriptor] = [:]
 
-    /// Records a failure, keeps or drops the partial, and decides on a retry (SPEC §5).
-    private func fail(_ job: TransferJob, _ failure: TransferFailure, transfer: Transfer?) {
-        if let transfer {
-            countMetered(transfer)
-            attempt(transfer, outcome: "failed", error: failure.message, status: failure.httpStatus)
-            if failure.discardPartial || transfer.offset == 0 {
-                cache.removePartial(transfer.partialName)
-                record { state in try state.deletePartial(job.key) }
-            } else {
-                sync(transfer)
-            }
+    /// A transfer failed: its attempt is recorded, its partial kept (fsynced) or dropped,
+    /// then `retryOrReport`.
+    private func fail(_ transfer: Transfer, _ failure: TransferFailure) {
+        transfer.fail(failure)
+        let job = transfer.job
+        countMetered(transfer)
+        attempt(transfer, outcome: "failed", error: failure.message, status: failure.httpStatus)
+        if failure.discardPartial || transfer.offset == 0 {
+            cache.removePartial(transfer.partialName)
+            record { state in try state.deletePartial(job.key) }
+        } else {
+            sync(transfer)
         }
+        retryOrReport(job, failure, transfer: transfer)
+    }
+
+    /// What a failure means (`TransferStateMachine.afterFailure`, SPEC §5): the run pauses
+    /// (a full disk), the job is retried within the run, or the failure is recorded and shown.
+    private func retryOrReport(_ job: TransferJob, _ failure: TransferFailure, transfer: Transfer?) {
         let now = clock()
-        let decision = RetryDecision.after(failure, failures: job.failures + 1, policy: job.feed.retry, now: now, using: &random)
-        if failure.kind == .diskFull {
+        let durable = transfer.flatMap { $0.syncedOffset > 0 ? $0.partialRecord(syncedOffset: $0.syncedOffset, at: now) : nil }
+        let action = TransferStateMachine.afterFailure(failure, failures: job.failures, policy: job.feed.retry, durable: durable,
+                                                       now: now, using: &random)
+        let nextRetry: Instant?
+        switch action {
+        case .pauseEverything:
             summary.diskFull = true
             board.diskFull = true
             summary.paused += 1
             board.emit(.paused(job.key, reason: "disk full", offset: transfer?.syncedOffset ?? 0))
             return
+        case .retry(let at, _, _, _): nextRetry = at
+        case .report(let at): nextRetry = at
         }
         // A permanent error is recorded as such; exhausted attempts are failures without a next retry.
         record { state in try state.recordFailure(job.key, urlHash: job.urlHash, entry: job.entry, release: job.release,
                                                   error: failure.message, permanent: failure.kind == .permanent,
-                                                  nextRetry: decision.nextRetry, at: now) }
-        if decision.inRun, let retryAt = decision.nextRetry {
+                                                  nextRetry: nextRetry, at: now) }
+        if case .retry(let at, let wait, let keep, let discard) = action {
             var again = job
             again.failures = job.failures + 1
-            again.notBefore = retryAt
-            // FAULTS 4: the retry keeps the good bytes (curl's --retry throws them away).
-            if let transfer, !failure.discardPartial, transfer.syncedOffset > 0 {
-                again.partial = transfer.partialRecord(syncedOffset: transfer.syncedOffset, at: now)
-            } else if failure.discardPartial {
+            again.notBefore = at
+            if let keep {
+                again.partial = keep
+            } else if discard {
                 again.partial = nil
             }
             board.retry(again)
-            board.emit(.retrying(job.key, message: failure.message, after: decision.wait))
+            board.emit(.retrying(job.key, message: failure.message, after: wait))
             return
         }
-        report(job, failure.message, retryAt: decision.nextRetry)
-    }
-
-    private func report(_ job: TransferJob, _ message: String, retryAt: Instant?) {
         summary.failed += 1
-        summary.failures.append((job.key, message))
-        board.emit(.failed(job.key, message: message, retryAt: retryAt))
+        summary.failures.append((job.key, failure.message))
+        board.emit(.failed(job.key, message: failure.message, retryAt: nextRetry))
     }
 
     // MARK: Pausing and durability
 
     private func pause(_ transfer: Transfer, reason: String) {
-        multi.remove(transfer.easy)
-        deactivate(transfer)
-        release(transfer, reusable: false)
+        guard transfer.pause(reason) else { return }
+        takeOut(transfer, reusable: false)
         countMetered(transfer)
         sync(transfer)
         attempt(transfer, outcome: "paused", error: reason)
@@ -451,16 +495,15 @@ final class EngineShard: @unchecked Sendable {
         let written = transfer.settledOffset()
         guard let file = transfer.file, written > transfer.syncedOffset,
               !awaitingPartialSync.values.contains(where: { $0.transfer === transfer }) else { return }
-        awaitingPartialSync[submitSync(file)] = (transfer, written, transfer.partialValidators, transfer.expectedTotal)
+        awaitingPartialSync[submitSync(file)] = (transfer, written, transfer.machine.epoch, transfer.partialValidators, transfer.expectedTotal)
     }
 
     /// fsync the partial, then record the offset: a crash never trusts unsynced bytes (FAULTS 2).
     private func sync(_ transfer: Transfer) {
         let written = transfer.settledOffset()  // after what is still gathering is written
         guard written > 0, written != transfer.syncedOffset else { return }
-        guard let file = transfer.file, case .success = file.sync() else { return }
-        transfer.syncedOffset = written
-        transfer.partialRecorded = true
+        guard let file = transfer.file, case .success = file.sync(),
+              transfer.noteSynced(written, epoch: transfer.machine.epoch, validators: transfer.partialValidators) else { return }
         let partial = transfer.partialRecord(syncedOffset: transfer.syncedOffset, at: clock())
         record { [key = transfer.job.key] state in try state.recordPartial(key, partial) }
     }
@@ -476,24 +519,19 @@ final class EngineShard: @unchecked Sendable {
         let starting = active.values.filter(\.needsRecord)
         let now = clock()
         for transfer in starting {
-            transfer.recordRequested = true
-            transfer.partialRecorded = true
-            let partial = transfer.partialRecord(syncedOffset: transfer.syncedOffset, at: now)
+            let partial = transfer.takeRecord(at: now)
             record { [key = transfer.job.key] state in try state.recordPartial(key, partial) }
         }
         let failure = commit(force: true)
         for transfer in starting {
             if let failure {
-                multi.remove(transfer.easy)
-                deactivate(transfer)
-                release(transfer, reusable: false)
+                takeOut(transfer, reusable: false)
                 let full = (failure as? SQLiteError)?.code == 13  // SQLITE_FULL
-                fail(transfer.job, TransferFailure(kind: full ? .diskFull : .transient,
-                                                   message: full ? "disk full" : "cannot record the partial in state.db: \(failure)",
-                                                   retryAfter: nil, discardPartial: !full, httpStatus: nil), transfer: transfer)
+                fail(transfer, TransferFailure(kind: full ? .diskFull : .transient,
+                                               message: full ? "disk full" : "cannot record the partial in state.db: \(failure)",
+                                               retryAfter: nil, discardPartial: !full, httpStatus: nil))
             } else {
-                transfer.recordCommitted = true
-                transfer.resumeAfterRecord()
+                transfer.recordCommitted()
             }
         }
     }

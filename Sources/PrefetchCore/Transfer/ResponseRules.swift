@@ -31,6 +31,7 @@ enum ResponseRules {
 
     /// The response's status and the headers prefetch reads (the last of each name wins),
     /// kept without a dictionary: a response is parsed per request, thousands of times a run.
+    /// Read from libcurl's header lines by `take(line:)` (ResponseHead.swift).
     struct Head: Sendable, Equatable {
         var status: Int
         var etag: String?
@@ -40,19 +41,6 @@ enum ResponseRules {
         var contentEncoding: String?
         var retryAfter: String?
         var location: String?
-
-        /// Sets the header at `index` in `Transfer.wantedHeaders`' order.
-        mutating func set(_ index: Int, _ value: String) {
-            switch index {
-            case 0: contentLength = UInt64(value)
-            case 1: contentRange = value
-            case 2: etag = value
-            case 3: lastModified = value
-            case 4: location = value
-            case 5: retryAfter = value
-            default: contentEncoding = value
-            }
-        }
     }
 
     /// What to do with a 2xx body, decided on its head.

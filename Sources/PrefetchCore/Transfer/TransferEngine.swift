@@ -113,13 +113,35 @@ final class TransferEngine {
             }
         }
         let capped = jobs.contains { $0.feed.limits.maxRate != nil || (metered && $0.feed.conditions.meteredBudget != nil) }
-        let count = Self.threads(jobs: jobs.count, capped: capped, concurrency: config.concurrency, perHost: config.perHost,
+        var count = Self.threads(jobs: jobs.count, capped: capped, concurrency: config.concurrency, perHost: config.perHost,
                                  requested: requestedThreads, cores: ProcessInfo.processInfo.activeProcessorCount)
+        // One multi handle per shard; if libcurl cannot make them all (out of memory), fewer shards run.
+        var multis: [CurlMulti] = []
+        var multiError: CurlError?
+        for index in 0..<count {
+            do {
+                multis.append(try CurlMulti(totalConnections: Self.share(config.concurrency, index, count), perHost: Self.share(config.perHost, index, count)))
+            } catch {
+                multiError = error
+                break
+            }
+        }
+        guard !multis.isEmpty else {
+            var summary = EngineSummary()
+            for job in jobs {
+                let message = "libcurl: \(multiError?.message ?? "no multi handle")"
+                summary.failed += 1
+                summary.failures.append((job.key, message))
+                onEvent(.failed(job.key, message: message, retryAt: nil))
+            }
+            return summary
+        }
+        count = multis.count
         let pool = BufferPool()
         let board = RunBoard(jobs: jobs, state: state, syncsFolders: !cache.syncIsFree, shards: count,
                              pauseReason: pauseReason, onEvent: onEvent)
         let shards = (0..<count).map { index in
-            EngineShard(index: index, of: count, concurrency: Self.share(config.concurrency, index, count), perHost: Self.share(config.perHost, index, count),
+            EngineShard(index: index, of: count, multi: multis[index], concurrency: Self.share(config.concurrency, index, count), perHost: Self.share(config.perHost, index, count),
                         board: board, cache: cache, config: config, environment: environment, metered: metered,
                         allowances: allowances, limiters: limiters, pool: pool, bootID: bootID, clock: clock)
         }

@@ -1,0 +1,53 @@
+/// A response's head from the lines libcurl hands over, one at a time: a status line starts
+/// a new head (redirects, 100-continue), the headers prefetch reads are kept, the others are
+/// skipped without building strings.
+extension ResponseRules.Head {
+    /// The header names read, lowercase, in `set`'s order.
+    private static let wanted: [[UInt8]] =
+        ["content-length", "content-range", "etag", "last-modified", "location", "retry-after", "content-encoding"].map { Array($0.utf8) }
+
+    /// Takes one line of the head (with or without its CR LF).
+    mutating func take(line bytes: UnsafeRawBufferPointer) {
+        // Trim CR/LF as bytes: in a Swift String "\r\n" is one Character, so hasSuffix("\n") misses it.
+        var end = bytes.count
+        while end > 0, bytes[end - 1] == 0x0A || bytes[end - 1] == 0x0D { end -= 1 }
+        if end >= 5, bytes[0] == 0x48, bytes[1] == 0x54, bytes[2] == 0x54, bytes[3] == 0x50, bytes[4] == 0x2F {  // "HTTP/"
+            var index = 5
+            while index < end, bytes[index] != 0x20 { index += 1 }
+            while index < end, bytes[index] == 0x20 { index += 1 }
+            var code = 0, digits = 0
+            while index < end, digits < 3, (0x30...0x39).contains(bytes[index]) {
+                code = code * 10 + Int(bytes[index] - 0x30)
+                index += 1
+                digits += 1
+            }
+            self = Self(status: digits == 3 ? code : 0)
+            return
+        }
+        var colon = 0
+        while colon < end, bytes[colon] != 0x3A { colon += 1 }
+        guard colon < end else { return }
+        for (index, name) in Self.wanted.enumerated() where name.count == colon {
+            var same = true
+            for i in 0..<colon where name[i] != bytes[i] | 0x20 { same = false; break }  // ASCII case-insensitive
+            guard same else { continue }
+            var start = colon + 1, stop = end
+            while start < stop, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+            while stop > start, bytes[stop - 1] == 0x20 || bytes[stop - 1] == 0x09 { stop -= 1 }
+            set(index, String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<stop]), as: UTF8.self))
+            return
+        }
+    }
+
+    private mutating func set(_ index: Int, _ value: String) {
+        switch index {
+        case 0: contentLength = UInt64(value)
+        case 1: contentRange = value
+        case 2: etag = value
+        case 3: lastModified = value
+        case 4: location = value
+        case 5: retryAfter = value
+        default: contentEncoding = value
+        }
+    }
+}

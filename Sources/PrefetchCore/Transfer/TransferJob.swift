@@ -1,0 +1,74 @@
+import Foundation
+
+/// What one resource's transfer needs to know before it starts.
+struct TransferJob {
+    let feed: JobFeed
+    let resource: Resource
+    let key: ResourceKey
+    /// The URL's identity hash, as state.db records it.
+    let urlHash: String
+    /// The manifest entry's fingerprint (failures count for it only): made when a failure is
+    /// recorded, not carried by every job.
+    var entry: String { resource.fingerprint(identity: urlHash) }
+    /// The release the attempt belongs to (failures count within it).
+    let release: Instant
+    /// Validators of the cached copy, for a conditional request (revalidation).
+    var cachedValidators: Validators?
+    /// The cached copy's recorded length: a copy on disk of another length is not revalidated.
+    var cachedLength: UInt64?
+    /// The partial recorded in state.db, if any (a retry carries the one just synced).
+    var partial: PartialState?
+    /// Consecutive failures in this release before this attempt.
+    var failures: Int
+    /// Not started before this instant (a retry within the run).
+    var notBefore: Instant = .distantPast
+}
+
+extension TransferJob {
+    /// The same job with no cached copy to revalidate: the whole file is asked for.
+    var withoutCachedCopy: TransferJob {
+        var job = self
+        job.cachedValidators = nil
+        return job
+    }
+}
+
+/// A feed as its jobs see it: one shared reference, so a job list of thousands does not
+/// copy (and retain, and release) a whole manifest entry per job.
+final class JobFeed {
+    let feed: Feed
+    /// When the window this run's transfers of the feed run in closes (nil: it never does):
+    /// they are paused then, checked at every look the engine takes, not only every 2 s.
+    var windowEnd: Instant?
+    var name: String { feed.name }
+    var limits: FeedLimits { feed.limits }
+    var retry: RetryPolicy { feed.retry }
+    var conditions: Conditions { feed.conditions }
+    var timeZone: TimeZone { feed.timeZone }
+
+    init(_ feed: Feed) {
+        self.feed = feed
+    }
+}
+
+/// Why a transfer failed, and what that means for retries (SPEC §5).
+struct TransferFailure: Error, Equatable {
+    enum Kind: Equatable {
+        /// Network error, 5xx, 429, short body: retried with backoff; the partial is kept.
+        case transient
+        /// 404, 410, 401, 403, TLS, bad redirects: failed until the next release.
+        case permanent
+        /// size or sha256 mismatch, over the cap: counts as an attempt, not retried in this run.
+        case mismatch
+        /// The disk is full: pause everything, count no attempt.
+        case diskFull
+    }
+
+    var kind: Kind
+    var message: String
+    /// Seconds the server asked to wait (Retry-After), if any.
+    var retryAfter: Int64?
+    /// Whether the partial must be thrown away.
+    var discardPartial: Bool
+    var httpStatus: Int?
+}
