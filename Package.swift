@@ -19,7 +19,9 @@ let package = Package(
         // Core: everything the commands do, one folder per concern.
         .target(
             name: "PrefetchCore",
-            dependencies: ["CCurl", "CYAML", "CSQLite", "CCrypto", "CShims"]
+            dependencies: ["CCurl", "CYAML", "CSQLite", "CCrypto", "CShims"],
+            // Crash tests' fault points (System/FaultPoints.swift): debug builds only.
+            swiftSettings: [.define("PREFETCH_FAULT_POINTS", .when(configuration: .debug))]
         ),
 
         // CLI: argv → command → exit code.

@@ -117,6 +117,31 @@ import Testing
         #expect(pool.waitForHashing(until: .now() + 30))
     }
 
+    /// A write that fails (a full disk) takes none of the chunk that filled the buffer: the
+    /// transfer counted none of it, so `pending` must not hold it either (it did, and the
+    /// engine's `offset - pending` trapped when the very first buffer could not be written).
+    /// Chunk sizes are drawn from a printed seed (`PREFETCH_WRITER_SEED`).
+    @Test func aFailedWriteTakesNoneOfItsChunk() throws {
+        let seed = ProcessInfo.processInfo.environment["PREFETCH_WRITER_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64.max)
+        print("aFailedWriteTakesNoneOfItsChunk: PREFETCH_WRITER_SEED=\(seed)")
+        var random = SplitMix64(seed: seed)
+        let path = NSTemporaryDirectory() + "prefetch-failed-write-\(getpid()).part"
+        defer { unlink(path) }
+        _ = try FileDescriptor.open(path, flags: O_RDWR | O_CREAT | O_TRUNC).get()
+        for _ in 0..<50 {
+            let readOnly = try FileDescriptor.open(path, flags: O_RDONLY).get()  // every write fails (EBADF)
+            let writer = BodyWriter(pool: BufferPool(), hashing: Bool.random(using: &random))
+            var counted = 0
+            while true {
+                let chunk = [UInt8](repeating: 1, count: Int.random(in: 1...100_000, using: &random))
+                if chunk.withUnsafeBytes({ writer.append($0, to: readOnly, at: UInt64(counted)) }) != nil { break }
+                counted += chunk.count
+            }
+            // The first full buffer's write failed: what the buffer holds is exactly what was counted.
+            #expect(writer.pending == counted, "seed \(seed): \(writer.pending) bytes pending, \(counted) counted")
+        }
+    }
+
     /// A resumed body: the bytes already in the partial are hashed only; the rest is
     /// gathered into 512 KiB buffers, each written at its place, then hashed. However the
     /// chunks are cut, the file gets every byte once and the digest matches a one-shot one;

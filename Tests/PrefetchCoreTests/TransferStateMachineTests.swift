@@ -250,22 +250,32 @@ import Testing
         #expect(failure?.kind == .mismatch && failure?.discardPartial == true && m.phase == .failed)
     }
 
+    /// A failed fsync of the complete file: retried, and none of the partial trusted again
+    /// (the kernel may have dropped its dirty pages). A failed rename: a folder in the way is
+    /// permanent, a full disk pauses the run, another error is retried; the partial goes.
     @Test func aFailedFsyncOrRenameIsAFailure() {
-        for renaming in [false, true] {
+        let cases: [(PlacementError?, Errno?, TransferFailure.Kind)] = [
+            (nil, Errno(EIO), .transient),
+            (.unsafePath("a folder is in the way"), nil, .permanent),
+            (.failed("cache/t/a", Errno(ENOSPC)), nil, .diskFull),
+            (.failed("cache/t/a", Errno(EDQUOT)), nil, .diskFull),
+            (.failed("cache/t/a", Errno(EIO)), nil, .transient),
+        ]
+        for (renameError, fsyncError, kind) in cases {
             var m = Self.machine()
             _ = m.request()
             Self.respond(&m, "HTTP/1.1 200 OK", "Content-Length: 10")
             Self.receive(&m, 10)
             _ = Self.end(&m)
             _ = m.digested("d")
-            if renaming {
-                let synced = m.fileSynced(.success(()))
-                let renamed = m.renamed("a folder is in the way")
-                #expect(synced == nil && renamed?.kind == .permanent)
+            let failure: TransferFailure?
+            if let fsyncError {
+                failure = m.fileSynced(.failure(fsyncError))
             } else {
-                let synced = m.fileSynced(.failure(Errno(EIO)))
-                #expect(synced?.kind == .transient)
+                #expect(m.fileSynced(.success(())) == nil)
+                failure = m.renamed(renameError)
             }
+            #expect(failure?.kind == kind && failure?.discardPartial == true, "\(String(describing: renameError)) \(String(describing: fsyncError))")
             #expect(m.phase == .failed)
         }
     }

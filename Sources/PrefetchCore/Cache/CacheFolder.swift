@@ -174,7 +174,7 @@ public final class CacheFolder {
     /// one once rather than once per file; an entry whose folder was removed meanwhile is
     /// opened again.
     func place(partial name: String, feed: String, path: String,
-               folders: inout [String: FileDescriptor]) -> Result<(folder: FileDescriptor, createdIn: [FileDescriptor]), CacheError> {
+               folders: inout [String: FileDescriptor]) -> Result<(folder: FileDescriptor, createdIn: [FileDescriptor]), PlacementError> {
         let final = FinalPath(feed: feed, path: path)
         var createdIn: [FileDescriptor] = []
         for attempt in 0..<2 {
@@ -183,7 +183,7 @@ public final class CacheFolder {
             case .success(let opened): folder = opened
             case .failure(let error): return .failure(.unsafePath(error.description))
             }
-            guard let partials else { return .failure(.cannotWrite(self.path, "no partials folder")) }
+            guard let partials else { return .failure(.failed("\(self.path)/\(CacheLayout.meta)", Errno(ENOENT))) }
             let error: Errno
             switch FileSystem.rename(name, in: partials, to: final.leaf, in: folder) {
             case .success: return .success((folder, createdIn))
@@ -193,9 +193,23 @@ public final class CacheFolder {
             if error.code == EISDIR || error.code == ENOTEMPTY || error.code == EEXIST {
                 return .failure(.unsafePath("'\(feed)/\(path)' is a folder"))
             }
-            return .failure(.cannotWrite("\(self.path)/\(feed)/\(path)", error.description))
+            return .failure(.failed("\(self.path)/\(feed)/\(path)", error))
         }
-        return .failure(.cannotWrite("\(self.path)/\(feed)/\(path)", "the folder keeps disappearing"))
+        return .failure(.failed("\(self.path)/\(feed)/\(path)", Errno(ENOENT)))  // the folder keeps disappearing
+    }
+}
+
+/// Why a file could not be placed: a path the cache cannot hold (a folder in the way, a
+/// symlink), or the rename's error.
+enum PlacementError: Error, Equatable, CustomStringConvertible {
+    case unsafePath(String)
+    case failed(String, Errno)
+
+    var description: String {
+        switch self {
+        case .unsafePath(let why): return why
+        case .failed(let path, let error): return "cannot write \(path): \(error)"
+        }
     }
 }
 

@@ -19,6 +19,7 @@ extension Settings {
         }, else: nil)
         let transfers = command == "run" || command == "daemon"
         let threads = transfers ? parse({ () throws(ValueError) in try transferThreads(environment: environment) }, else: nil) : nil
+        let faults = transfers ? parse({ () throws(ValueError) in try FaultPoints.parse(environment: environment) }, else: .none) : .none
         let assumptions = parse({ () throws(ValueError) in try context.arguments["--assume"].map(Assumptions.parse) ?? Assumptions() },
                                 else: Assumptions())
         guard errors.isEmpty else {
@@ -27,6 +28,7 @@ extension Settings {
         }
         return .success(Settings(config: config, clockOffset: offset, at: at, transferThreads: threads,
                                  machineID: MachineID.find(environment: environment, config: config),
-                                 bootID: BootID.current(environment: environment), assumptions: assumptions, environment: environment))
+                                 bootID: BootID.current(environment: environment), assumptions: assumptions, faults: faults,
+                                 environment: environment))
     }
 }

@@ -39,7 +39,7 @@ final class RunReporter {
         case .plain, .terminal: text(event)
         }
         switch event {
-        case .paused, .retrying, .failed: flush()  // rare, and worth seeing at once
+        case .paused, .retrying, .failed, .stateError: flush()  // rare, and worth seeing at once
         case .started, .progress, .placed, .fresh: break
         }
     }
@@ -77,6 +77,10 @@ final class RunReporter {
         case .failed(let k, let message, let retryAt):
             key("failed", k); line.add("error", message); line.add("retry_at", retryAt.map { TimeFormat.rfc3339($0, clock: ZoneClock(TimeZone(identifier: "UTC")!)) })
             line.add("final", true)
+        case .stateError(let message):
+            // Not about one resource: a `failed` line with no feed and no path.
+            line.add("type", "failed"); line.add("feed", nil as String?); line.add("path", nil as String?)
+            line.add("error", message); line.add("final", true)
         }
         out(line.line + "\n")
     }
@@ -106,7 +110,7 @@ final class RunReporter {
         switch event {  // a transfer that ended leaves the bars at once, not at the next progress tick
         case .placed(let k, _, _, _, _), .fresh(let k), .paused(let k, _, _), .retrying(let k, _, _), .failed(let k, _, _):
             lastProgress.removeAll { $0.key == k }
-        case .started, .progress: break
+        case .started, .progress, .stateError: break
         }
         switch event {
         case .progress(let transfers):
@@ -133,9 +137,11 @@ final class RunReporter {
         case .retrying(let k, let message, let after):
             log("retry   \(name(k))  \(message); again in \(after)s")
         case .failed(let k, let message, let retryAt):
-            var text = k.feed.isEmpty ? "prefetch: error: \(message)" : "failed  \(name(k))  \(message)"
+            var text = "failed  \(name(k))  \(message)"
             if let retryAt { text += "; retry after " + TimeFormat.local(retryAt, clock: ZoneClock(TimeZone.current), withUTC: false) }
             log(text, error: true)
+        case .stateError(let message):
+            log("prefetch: error: \(message)", error: true)
         }
     }
 

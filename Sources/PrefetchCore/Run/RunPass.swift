@@ -86,7 +86,7 @@ struct RunPass {
             meteredUsedToday[feed.name] = snapshot.meteredBytes[MeteredDay(feed: feed.name, day: day)] ?? 0
         }
         let engine = TransferEngine(cache: cache, state: state, config: config, environment: settings.environment,
-                                    threads: settings.transferThreads, bootID: settings.bootID,
+                                    threads: settings.transferThreads, bootID: settings.bootID, faults: settings.faults,
                                     metered: lastProbe.metered, meteredUsedToday: meteredUsedToday, clock: clock, onEvent: reporter.handle)
         let timings = Dictionary(feeds.map { ($0.name, FeedTiming($0, machineID: machineID?.value)) }, uniquingKeysWith: { a, _ in a })
         let summary = engine.run(jobs, pauseReason: { feed in

@@ -19,6 +19,8 @@ struct Settings: Sendable {
     let bootID: String
     /// `--assume`.
     let assumptions: Assumptions
+    /// `PREFETCH_FAULT`: crash tests' faults (debug builds only; `FaultPoints`).
+    let faults: FaultPoints
     /// The environment, for manifest headers' `${VAR}` only.
     let environment: [String: String]
 

@@ -91,6 +91,13 @@ final class SQLiteConnection {
         }
     }
 
+    /// Ends the transaction `begin` opened, undoing its writes.
+    func rollback() {
+        precondition(depth == 1, "rollback without begin")
+        depth = 0
+        try? execute("ROLLBACK")  // fails only when SQLite already rolled back (a full disk)
+    }
+
     /// Runs `body` in a transaction (committed when it returns, rolled back when it throws).
     /// Nested calls become savepoints, so a batch can wrap calls that have their own.
     func transaction<T>(_ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {

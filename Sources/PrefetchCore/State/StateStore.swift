@@ -365,6 +365,8 @@ public final class StateStore {
     /// a few times a second rather than once per file).
     public func begin() throws(SQLiteError) { try db.begin() }
     public func commit() throws(SQLiteError) { try db.commit() }
+    /// Undoes what was written since `begin`.
+    public func rollback() { db.rollback() }
 
     /// Forgets a partial (its file is gone or no longer trusted).
     public func deletePartial(_ key: ResourceKey) throws(SQLiteError) {

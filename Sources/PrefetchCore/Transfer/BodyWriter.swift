@@ -35,8 +35,12 @@ final class BodyWriter: @unchecked Sendable {
     /// The run's buffers, and its hashing in flight.
     private let pool: BufferPool
 
-    init(pool: BufferPool, hashing: Bool = true, queue: DispatchQueue? = nil) {
+    /// `body-write` (crash tests).
+    private let faults: FaultPoints
+
+    init(pool: BufferPool, hashing: Bool = true, queue: DispatchQueue? = nil, faults: FaultPoints = .none) {
         self.pool = pool
+        self.faults = faults
         self.hashing = hashing
         givenQueue = queue
         pool.join()
@@ -65,8 +69,10 @@ final class BodyWriter: @unchecked Sendable {
     }
 
     /// Takes body bytes that belong at `offset` of `file`. A full buffer is written, then
-    /// queued for hashing; the error of a failed write is returned (nothing is lost from
-    /// the count: `pending` still holds those bytes).
+    /// queued for hashing; the error of a failed write is returned, and then none of these
+    /// bytes count as taken: those still in the buffer are dropped from `pending` (earlier
+    /// buffers of them may be in the file, beyond what the caller counts, which only ever
+    /// trusts less than the file holds).
     func append(_ bytes: UnsafeRawBufferPointer, to file: FileDescriptor, at offset: UInt64) -> Errno? {
         guard let base = bytes.baseAddress else { return nil }
         var done = 0
@@ -81,7 +87,10 @@ final class BodyWriter: @unchecked Sendable {
             (current! + filled).copyMemory(from: base + done, byteCount: count)
             filled += count
             done += count
-            if filled == BufferPool.bufferSize, let error = flush() { return error }
+            if filled == BufferPool.bufferSize, let error = flush() {
+                filled -= count
+                return error
+            }
         }
         return nil
     }
@@ -89,6 +98,7 @@ final class BodyWriter: @unchecked Sendable {
     /// Writes what the current buffer holds and queues it for hashing.
     func flush() -> Errno? {
         guard let buffer = current, filled > 0, let file else { return nil }
+        if let injected = faults.reach(.bodyWrite) { return injected }
         if case .failure(let error) = file.write(UnsafeRawBufferPointer(start: buffer, count: filled), at: position) {
             return error
         }

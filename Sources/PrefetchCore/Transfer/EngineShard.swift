@@ -4,7 +4,6 @@ import Foundation
 /// transfers on it, within its share of the connection limits. It takes jobs from the
 /// `RunBoard`, and writes state and sends events through it.
 final class EngineShard: @unchecked Sendable {
-    private let index: Int
     private let board: RunBoard
     private let cache: CacheFolder
     private let config: Config
@@ -17,85 +16,69 @@ final class EngineShard: @unchecked Sendable {
     /// Backoff jitter's draws.
     private var random = SystemRandomNumberGenerator()
     private let multi: CurlMulti
-    /// This shard's share of `concurrency` and of `per_host`, and which of `shards` it is
-    /// (a feed's `limits.concurrency` is shared out the same way): the shares add up to
-    /// the limits.
-    private let concurrency: Int
-    private let perHost: Int
-    private let shards: Int
+    private let limits: ShardLimits
     private var active: [CurlEasy.ID: Transfer] = [:]
+    private var handles: HandlePool
+    private let syncs: PendingSyncs
+    private var ledger: ShardLedger
+    /// Folders of the cache opened by placements on this shard.
+    private var openFolders: [String: FileDescriptor] = [:]
     private(set) var summary = EngineSummary()
     /// Feeds whose metered bytes count toward their budget.
     private let metered: Bool
-    /// Each budgeted feed's allowance for this run, when the link is metered, and each
-    /// capped feed's token bucket (`max_rate`): only ever on a run's single shard.
-    private let allowances: [String: MeteredAllowance]
-    private let limiters: [String: RateLimiter]
+    /// Crash tests' faults at `partial-record`, `file-fsync` and `rename`.
+    private let faults: FaultPoints
 
-    init(index: Int, of shards: Int, multi: CurlMulti, concurrency: Int, perHost: Int, board: RunBoard, cache: CacheFolder, config: Config,
-         environment: [String: String], metered: Bool, allowances: [String: MeteredAllowance], limiters: [String: RateLimiter], pool: BufferPool,
-         bootID: String, clock: @escaping () -> Instant) {
-        self.index = index
-        self.pool = pool
-        self.bootID = bootID
-        self.shards = shards
-        self.concurrency = concurrency
-        self.perHost = perHost
+    init(multi: CurlMulti, limits: ShardLimits, board: RunBoard, cache: CacheFolder, config: Config, environment: [String: String],
+         metered: Bool, pool: BufferPool, bootID: String, faults: FaultPoints, clock: @escaping () -> Instant) {
+        self.faults = faults
+        self.multi = multi
+        self.limits = limits
         self.board = board
         self.cache = cache
         self.config = config
         self.environment = environment
         self.metered = metered
-        self.allowances = allowances
-        self.limiters = limiters
+        self.pool = pool
+        self.bootID = bootID
         self.clock = clock
-        self.multi = multi
-        syncsInline = cache.syncIsFree
-        syncer = Syncer(maxWorkers: 8, onFinished: { [waker = multi.waker] in waker.wake() })
+        handles = HandlePool(capacity: limits.concurrency)
+        syncs = PendingSyncs(inline: cache.syncIsFree, waker: multi.waker, faults: faults)
+        ledger = ShardLedger(board: board)
     }
 
-    // MARK: fsync off the loop
-
-    /// On tmpfs and ramfs fsync does nothing: files are placed at once (a partial kept for
-    /// resume is still fsynced, in place, before its offset is recorded); elsewhere fsync
-    /// goes to `syncer`.
-    private let syncsInline: Bool
-    private let syncer: Syncer
-    private var nextSyncID = 0
-    /// Complete files waiting for their fsync before the rename.
-    private var awaitingPlacement: [Int: (transfer: Transfer, bytes: UInt64, validators: Validators, sha256: String?)] = [:]
-    /// Periodic partial fsyncs in flight: the offset and validators to record once durable.
-    private var awaitingPartialSync: [Int: (transfer: Transfer, offset: UInt64, epoch: Int, validators: Validators, total: UInt64?)] = [:]
     /// Complete files may wait for fsync only up to this many; then new transfers wait (each holds a descriptor).
-    private var placementBacklog: Int { max(32, 2 * concurrency) }
-
-    private func submitSync(_ file: FileDescriptor) -> Int {
-        nextSyncID += 1
-        syncer.submit(id: nextSyncID, file: file)
-        return nextSyncID
-    }
+    private var placementBacklog: Int { max(32, 2 * limits.concurrency) }
 
     /// Everything that ended since the last loop. Its state writes join the board's
     /// transaction, committed at most `RunBoard.commitInterval` later (group commit).
     private func finishBatch(completed: [(CurlEasy.ID, Int32)]) {
-        let synced = syncsInline ? [] : syncer.takeFinished()
+        let synced = syncs.takeFinished()
         handleCompleted(completed)
         handleSynced(synced)
-        commit(force: false)
+        ledger.commit(force: false)
     }
 
     /// Continues what waited for an fsync: placements, and partial offsets to record.
-    private func handleSynced(_ finished: [Syncer.Finished]) {
+    private func handleSynced(_ finished: [PendingSyncs.Finished]) {
         for done in finished {
-            if let waiting = awaitingPlacement.removeValue(forKey: done.id) {
-                place(waiting.transfer, bytes: waiting.bytes, validators: waiting.validators, sha256: waiting.sha256, synced: done.result)
-            } else if let partial = awaitingPartialSync.removeValue(forKey: done.id) {
+            switch done {
+            case .placement(let waiting, let result):
+                place(waiting.transfer, bytes: waiting.bytes, validators: waiting.validators, sha256: waiting.sha256, synced: result)
+            case .partial(let partial, let result):
                 let transfer = partial.transfer
                 // Only for a transfer still running: one that ended has recorded its own outcome.
-                guard case .success = done.result, active[transfer.easy.id] === transfer,
-                      transfer.noteSynced(partial.offset, epoch: partial.epoch, validators: partial.validators) else { continue }
-                let synced = transfer.partialRecord(syncedOffset: partial.offset, validators: partial.validators, total: partial.total, at: clock())
-                record { [key = transfer.job.key] state in try state.recordPartial(key, synced) }
+                guard active[transfer.easy.id] === transfer else { continue }
+                if case .failure(let error) = result {
+                    // A later fsync may succeed although these pages were dropped: the partial
+                    // is not trusted again, and the transfer is retried from the start.
+                    takeOut(transfer, reusable: false)
+                    fail(transfer, TransferStateMachine.fsyncFailed(error))
+                    continue
+                }
+                guard transfer.noteSynced(partial.offset, epoch: partial.epoch, validators: partial.validators) else { continue }
+                ledger.partial(transfer.job.key, transfer.partialRecord(syncedOffset: partial.offset, validators: partial.validators,
+                                                                        total: partial.total, at: clock()))
             }
         }
     }
@@ -124,23 +107,22 @@ final class EngineShard: @unchecked Sendable {
             }
             let now = clock()
             // Jobs start in plan order; a job held back by a limit keeps its place.
-            while active.count < concurrency, awaitingPlacement.count < placementBacklog,
+            while active.count < limits.concurrency, syncs.placementCount < placementBacklog,
                   let job = board.next(now: now, admit: admit) {
                 start(job)
             }
             if active.isEmpty {
-                if !awaitingPlacement.isEmpty || !awaitingPartialSync.isEmpty {
-                    syncer.waitForAny(seconds: 0.2)
+                if !syncs.isEmpty {
+                    syncs.waitForAny(seconds: 0.2)
                     finishBatch(completed: [])
                     continue
                 }
-                commit(force: true)  // nothing running: record what ended before waiting or returning
+                ledger.commit(force: true)  // nothing running: record what ended before waiting or returning
                 if let busy = busySince { summary.transferSeconds += Date().timeIntervalSince(busy); busySince = nil }
                 if board.drained { break }
                 // Waiting for a retry within the run, a capped feed's bucket to refill, or
                 // a feed's running transfers on other shards.
-                let limited = limiters.values.filter(\.exhausted).map { $0.secondsUntilAvailable() }.min() ?? 0.2
-                Thread.sleep(forTimeInterval: min(0.2, max(0.001, limited)))
+                Thread.sleep(forTimeInterval: limits.idleWait())
                 continue
             }
             if busySince == nil { busySince = Date() }
@@ -151,12 +133,12 @@ final class EngineShard: @unchecked Sendable {
             }
             finishBatch(completed: multi.completed())
             recordNewPartials()
-            if !allowances.isEmpty {
+            if limits.hasBudgets {
                 for transfer in Array(active.values) where transfer.pausedForBudget { pause(transfer, reason: "metered budget used") }
             }
             if !active.isEmpty {
                 do {
-                    try multi.poll(milliseconds: resumeRateLimited())
+                    try multi.poll(milliseconds: limits.resumeRateLimited(active.values))
                 } catch {
                     multiFailed(error)
                 }
@@ -167,29 +149,25 @@ final class EngineShard: @unchecked Sendable {
             }
             if Date().timeIntervalSince(lastProgress) >= 0.25 {
                 lastProgress = Date()
-                board.progress(shard: index, active.values.map { transfer in
-                    let seconds = max(0.001, Date().timeIntervalSince(transfer.startedAt))
-                    return TransferProgress(key: transfer.job.key, bytes: transfer.offset, total: transfer.expectedTotal ?? transfer.job.resource.size,
-                                            rate: Double(transfer.received) / seconds, receiving: transfer.receiving)
-                })
+                board.progress(shard: limits.index, active.values.map(\.progress))
             }
         }
         // Complete files still waiting for their fsync are placed (also when stopping: they are verified).
-        while !awaitingPlacement.isEmpty || !awaitingPartialSync.isEmpty {
-            syncer.waitForAny(seconds: 0.2)
+        while !syncs.isEmpty {
+            syncs.waitForAny(seconds: 0.2)
             finishBatch(completed: [])
         }
-        commit(force: true)
-        syncer.shutDown()
+        ledger.commit(force: true)
+        syncs.shutDown()
         if let busy = busySince { summary.transferSeconds += Date().timeIntervalSince(busy) }
     }
 
     /// Whether this shard takes `job` now: its shares of the feed's concurrency and of the
     /// connections per origin, the feed's rate, then the feed's metered budget.
     private func admit(_ job: TransferJob) -> RunBoard.Admission {
-        let limits = canStart(job)
-        guard limits == .start else { return limits }
-        switch admitUnderBudget(job) {
+        let admission = limits.canStart(job, beside: active.values)
+        guard admission == .start else { return admission }
+        switch limits.admitUnderBudget(job) {
         case .start: return .start
         case .wait: return .wait
         case .refuse:  // waits for tomorrow's budget (the plan says so)
@@ -204,14 +182,14 @@ final class EngineShard: @unchecked Sendable {
     private func multiFailed(_ error: CurlError) {
         for transfer in Array(active.values) {
             takeOut(transfer, reusable: false)
-            fail(transfer, TransferFailure(kind: .transient, message: "libcurl: \(error.message)", retryAfter: nil, discardPartial: false, httpStatus: nil))
+            fail(transfer, .libcurl(error))
         }
     }
 
     /// Takes a transfer out of the running set.
     private func deactivate(_ transfer: Transfer) {
         active[transfer.easy.id] = nil
-        limiters[transfer.job.feed.name]?.leave(transfer)
+        limits.left(transfer)
     }
 
     /// Takes a running transfer off the multi handle and out of the running set, and ends
@@ -224,38 +202,20 @@ final class EngineShard: @unchecked Sendable {
 
     // MARK: Starting
 
-    private func canStart(_ job: TransferJob) -> RunBoard.Admission {
-        var sameFeed = 0
-        var sameOrigin = 0
-        let url = job.resource.url
-        for transfer in active.values {
-            if transfer.job.feed === job.feed { sameFeed += 1 }
-            if RunBoard.sameOrigin(transfer.job.resource.url, url) { sameOrigin += 1 }
-        }
-        if let limiter = limiters[job.feed.name] {
-            limiter.refill(now: Date().timeIntervalSince1970)
-            if limiter.exhausted { return .waitFeed }  // the feed is over its rate: new transfers wait too
-        }
-        if sameFeed >= TransferEngine.share(job.feed.limits.concurrency, index, shards) { return .waitFeed }
-        return sameOrigin < perHost ? .start : .waitOrigin
-    }
-
     private func start(_ planned: TransferJob) {
         let job = cachedCopyIsIntact(planned) ? planned : planned.withoutCachedCopy
         let easy: CurlEasy
         do {
-            easy = try idleHandle(bufferSize: Transfer.bufferSize(job, limiter: limiters[job.feed.name]))
+            easy = try handles.take(bufferSize: Transfer.bufferSize(job, limiter: limits.limiter(job.feed.name)))
         } catch {
-            retryOrReport(job, TransferFailure(kind: .transient, message: "libcurl: \(error.message)", retryAfter: nil, discardPartial: false, httpStatus: nil),
-                          transfer: nil)
+            retryOrReport(job, .libcurl(error), transfer: nil)
             return
         }
         let name = CacheFolder.partialName(feed: job.key.feed, path: job.key.path)
         // Only a partial state.db knows of can be resumed; any other is replaced when a body begins.
         let existing = job.partial != nil ? cache.openPartial(name) : nil
-        let allowance = allowances[job.feed.name]
         let transfer = Transfer(job: job, easy: easy, partialName: name, existing: existing, globalCap: config.maxSize.bytes, bootID: bootID,
-                                pool: pool, limiter: limiters[job.feed.name], allowance: allowance, startWriteback: !syncsInline,
+                                pool: pool, limiter: limits.limiter(job.feed.name), allowance: limits.allowance(job.feed.name), startWriteback: !syncs.inline, faults: faults,
                                 createFile: { [cache] in cache.createPartial(name) })
         do {
             try transfer.start(config: config, environment: environment)
@@ -264,15 +224,11 @@ final class EngineShard: @unchecked Sendable {
             fail(transfer, error)
             return
         } catch {
-            fail(transfer, TransferFailure(kind: .transient, message: "libcurl: \(error)", retryAfter: nil, discardPartial: false, httpStatus: nil))
+            fail(transfer, .libcurl(error))
             return
         }
-        if let allowance, let size = job.resource.size {
-            transfer.reservedBudget = max(1, size - min(size, transfer.offset))
-            allowance.reserve(transfer.reservedBudget)
-        }
         active[transfer.easy.id] = transfer
-        limiters[job.feed.name]?.join(transfer)
+        limits.started(transfer)
         // The expected total: `size`, else a resumed partial's recorded total (its version's length).
         let total = job.resource.size ?? (transfer.offset > 0 ? job.partial?.totalLength : nil)
         board.emit(.started(job.key, url: job.resource.url.redacted, total: total, resumeAt: transfer.offset))
@@ -285,54 +241,13 @@ final class EngineShard: @unchecked Sendable {
         return cache.finalSize(feed: job.key.feed, path: job.key.path, folders: &openFolders) == recorded
     }
 
-    /// Easy handles of finished transfers, reused by the next ones (libcurl keeps the
-    /// connection cache in the multi handle; reuse saves setting up a handle per file).
-    private var idleHandles: [CurlEasy] = []
-
-    /// An idle handle whose receive buffer has this size, else a new one.
-    private func idleHandle(bufferSize: Int) throws(CurlError) -> CurlEasy {
-        guard let index = idleHandles.lastIndex(where: { $0.bufferSize == bufferSize }) else { return try CurlEasy() }
-        return idleHandles.remove(at: index)
-    }
-
-    /// Ends `transfer`'s hold on its handle, which the next transfer may reuse only when it
-    /// is `reusable`: libcurl finished the request cleanly (an HTTP error status is clean).
-    /// A handle a failure left (a lookup, a connection, TLS, a cut body, an abort), or one
-    /// removed in mid-transfer, may keep state of that request; a new handle costs little.
+    /// Ends `transfer`'s hold on its handle and on its budget; the handle is kept for the
+    /// next transfer only when libcurl finished the request cleanly (`reusable`) and it was
+    /// not paused (a handle removed while paused still holds libcurl's paused state).
     private func release(_ transfer: Transfer, reusable: Bool) {
-        // A handle removed while paused (`max_rate`, `metered_budget`) still holds libcurl's paused state
-        // (and bytes meant for its old transfer): it is freed with its transfer, not reused.
-        if transfer.reservedBudget > 0 {  // a transfer of known size gives back its reservation
-            allowances[transfer.job.feed.name]?.release(transfer.reservedBudget)
-            transfer.reservedBudget = 0
-        }
-        guard reusable, !transfer.pausedForRate, !transfer.pausedForBudget, idleHandles.count < concurrency else { return }
-        idleHandles.append(transfer.easy)
-    }
-
-    /// Whether `job` fits its feed's metered budget now (no budget: always).
-    private func admitUnderBudget(_ job: TransferJob) -> MeteredAllowance.Admission {
-        guard let allowance = allowances[job.feed.name] else { return .start }
-        return allowance.admit(job.resource.size.map { $0 - min($0, job.partial?.syncedOffset ?? 0) })
-    }
-
-    /// Refills the buckets and resumes transfers paused for their feed's rate; returns how
-    /// long the loop may wait for sockets before a bucket has tokens again (milliseconds).
-    private func resumeRateLimited() -> Int {
-        guard !limiters.isEmpty else { return 200 }
-        let now = Date().timeIntervalSince1970
-        for limiter in limiters.values { limiter.refill(now: now) }
-        var wait = 200.0
-        for transfer in Array(active.values) where transfer.pausedForRate {
-            guard let limiter = limiters[transfer.job.feed.name] else { continue }
-            if limiter.canTake(transfer) {
-                transfer.resumeAfterRateLimit()
-            } else {
-                wait = min(wait, limiter.secondsUntilAvailable(for: transfer) * 1000)
-            }
-        }
-        for limiter in limiters.values where limiter.exhausted { wait = min(wait, limiter.secondsUntilAvailable() * 1000) }
-        return max(1, Int(wait.rounded(.up)))
+        limits.released(transfer)
+        guard reusable, !transfer.pausedForRate, !transfer.pausedForBudget else { return }
+        handles.give(transfer.easy)
     }
 
     // MARK: Finishing
@@ -351,7 +266,7 @@ final class EngineShard: @unchecked Sendable {
                     fail(transfer, error)
                 } catch {
                     deactivate(transfer)
-                    fail(transfer, TransferFailure(kind: .transient, message: "libcurl: \(error)", retryAfter: nil, discardPartial: false, httpStatus: nil))
+                    fail(transfer, .libcurl(error))
                 }
                 continue
             }
@@ -363,10 +278,7 @@ final class EngineShard: @unchecked Sendable {
             case .complete(let bytes, let validators, let sha256):
                 complete(transfer, bytes: bytes, validators: validators, sha256: sha256)
             case .notModified(let validators):
-                record { [job = transfer.job, now = clock(), clearPartial = transfer.partialRecorded] state in
-                    try state.recordValidated(job.key, urlHash: job.urlHash, validators: validators, length: nil, sha256: nil,
-                                              placed: false, at: now, clearPartial: clearPartial)
-                }
+                ledger.validated(transfer, validators: validators, length: nil, sha256: nil, placedIn: nil, at: clock())
                 if transfer.file != nil || transfer.job.partial != nil { cache.removePartial(transfer.partialName) }
                 attempt(transfer, outcome: "not modified", error: nil)
                 summary.fresh += 1
@@ -385,11 +297,11 @@ final class EngineShard: @unchecked Sendable {
             fail(transfer, TransferFailure(kind: .transient, message: "the partial is missing", retryAfter: nil, discardPartial: true, httpStatus: nil))
             return
         }
-        if syncsInline {
+        if syncs.inline {
             // tmpfs and ramfs keep no other copy to flush: their fsync does nothing, so it is not called.
-            place(transfer, bytes: bytes, validators: validators, sha256: sha256, synced: .success(()))
+            place(transfer, bytes: bytes, validators: validators, sha256: sha256, synced: faults.reach(.fileFsync).map { .failure($0) } ?? .success(()))
         } else {
-            awaitingPlacement[submitSync(file)] = (transfer, bytes, validators, sha256)
+            syncs.awaitPlacement(file, .init(transfer: transfer, bytes: bytes, validators: validators, sha256: sha256))
         }
     }
 
@@ -398,25 +310,20 @@ final class EngineShard: @unchecked Sendable {
             fail(transfer, failure)
             return
         }
-        let placed = cache.place(partial: transfer.partialName, feed: transfer.job.key.feed, path: transfer.job.key.path, folders: &openFolders)
-        if case .failure(let error) = placed, let failure = transfer.renamed(error.description) {
+        let placed = faults.reach(.rename).map { .failure(.failed("\(cache.path)/\(transfer.job.key.feed)/\(transfer.job.key.path)", $0)) }
+            ?? cache.place(partial: transfer.partialName, feed: transfer.job.key.feed, path: transfer.job.key.path, folders: &openFolders)
+        if case .failure(let error) = placed, let failure = transfer.renamed(error) {
             cache.removePartial(transfer.partialName)
             retryOrReport(transfer.job, failure, transfer: transfer)  // no attempt: the exchange itself succeeded
             return
         }
         guard case .success(let (folder, createdIn)) = placed, transfer.renamed(nil) == nil else { return }
-        record(placedIn: [folder] + createdIn) { [job = transfer.job, now = clock(), clearPartial = transfer.partialRecorded] state in
-            try state.recordValidated(job.key, urlHash: job.urlHash, validators: validators, length: bytes, sha256: sha256,
-                                      placed: true, at: now, clearPartial: clearPartial)
-        }
+        ledger.validated(transfer, validators: validators, length: bytes, sha256: sha256, placedIn: [folder] + createdIn, at: clock())
         attempt(transfer, outcome: "placed", error: nil)
         summary.placed += 1
         board.emit(.placed(transfer.job.key, bytes: bytes, received: transfer.received, resumedAt: transfer.requestedFrom,
                            seconds: Date().timeIntervalSince(transfer.startedAt)))
     }
-
-    /// Folders of the cache opened by placements on this shard.
-    private var openFolders: [String: FileDescriptor] = [:]
 
     /// A transfer failed: its attempt is recorded, its partial kept (fsynced) or dropped,
     /// then `retryOrReport`.
@@ -427,7 +334,7 @@ final class EngineShard: @unchecked Sendable {
         attempt(transfer, outcome: "failed", error: failure.message, status: failure.httpStatus)
         if failure.discardPartial || transfer.offset == 0 {
             cache.removePartial(transfer.partialName)
-            record { state in try state.deletePartial(job.key) }
+            ledger.partialRemoved(job.key)
         } else {
             sync(transfer)
         }
@@ -453,9 +360,7 @@ final class EngineShard: @unchecked Sendable {
         case .report(let at): nextRetry = at
         }
         // A permanent error is recorded as such; exhausted attempts are failures without a next retry.
-        record { state in try state.recordFailure(job.key, urlHash: job.urlHash, entry: job.entry, release: job.release,
-                                                  error: failure.message, permanent: failure.kind == .permanent,
-                                                  nextRetry: nextRetry, at: now) }
+        ledger.failure(job, failure, nextRetry: nextRetry, at: now)
         if case .retry(let at, let wait, let keep, let discard) = action {
             var again = job
             again.failures = job.failures + 1
@@ -489,23 +394,23 @@ final class EngineShard: @unchecked Sendable {
     /// The periodic fsync of a running transfer's partial, off the loop; the offset is
     /// recorded when it is durable (`handleSynced`).
     private func syncInBackground(_ transfer: Transfer) {
-        guard !syncsInline else { return sync(transfer) }
+        guard !syncs.inline else { return sync(transfer) }
         // What is still gathering is written first: a slow transfer's partial on disk lags
         // by one sync interval, not by a whole buffer.
         let written = transfer.settledOffset()
         guard let file = transfer.file, written > transfer.syncedOffset,
-              !awaitingPartialSync.values.contains(where: { $0.transfer === transfer }) else { return }
-        awaitingPartialSync[submitSync(file)] = (transfer, written, transfer.machine.epoch, transfer.partialValidators, transfer.expectedTotal)
+              !syncs.isSyncingPartial(of: transfer) else { return }
+        syncs.awaitPartial(file, .init(transfer: transfer, offset: written, epoch: transfer.machine.epoch, validators: transfer.partialValidators,
+                                       total: transfer.expectedTotal))
     }
 
     /// fsync the partial, then record the offset: a crash never trusts unsynced bytes (FAULTS 2).
     private func sync(_ transfer: Transfer) {
         let written = transfer.settledOffset()  // after what is still gathering is written
         guard written > 0, written != transfer.syncedOffset else { return }
-        guard let file = transfer.file, case .success = file.sync(),
+        guard let file = transfer.file, faults.reach(.partialFsync) == nil, case .success = file.sync(),
               transfer.noteSynced(written, epoch: transfer.machine.epoch, validators: transfer.partialValidators) else { return }
-        let partial = transfer.partialRecord(syncedOffset: transfer.syncedOffset, at: clock())
-        record { [key = transfer.job.key] state in try state.recordPartial(key, partial) }
+        ledger.partial(transfer.job.key, transfer.partialRecord(syncedOffset: transfer.syncedOffset, at: clock()))
     }
 
     /// Commits the record of every body that began since the last loop and may come to hold
@@ -519,10 +424,10 @@ final class EngineShard: @unchecked Sendable {
         let starting = active.values.filter(\.needsRecord)
         let now = clock()
         for transfer in starting {
-            let partial = transfer.takeRecord(at: now)
-            record { [key = transfer.job.key] state in try state.recordPartial(key, partial) }
+            ledger.partial(transfer.job.key, transfer.takeRecord(at: now))
         }
-        let failure = commit(force: true)
+        let failure: (any Error)? = faults.reach(.partialRecord).map { SQLiteError(code: $0.code == ENOSPC ? 13 : 10, message: "\($0)") }
+            ?? ledger.commit(force: true)
         for transfer in starting {
             if let failure {
                 takeOut(transfer, reusable: false)
@@ -543,30 +448,10 @@ final class EngineShard: @unchecked Sendable {
         summary.bodyBytes += new
         guard metered, new > 0 else { return }
         let day = LocalDay.label(clock(), clock: ZoneClock(transfer.job.feed.timeZone))
-        record { state in try state.addMeteredBytes(MeteredDay(feed: transfer.job.feed.name, day: day), new) }
+        ledger.meteredBytes(MeteredDay(feed: transfer.job.feed.name, day: day), new)
     }
 
     private func attempt(_ transfer: Transfer, outcome: String, error: String?, status: Int? = nil) {
-        record { [key = transfer.job.key, startedAt = Instant(transfer.startedAt), now = clock(),
-                  bytes = transfer.received] state in
-            try state.recordAttempt(key, startedAt: startedAt, finishedAt: now, bytes: bytes, httpStatus: status, outcome: outcome, error: error)
-        }
-    }
-
-    /// State writes made since the last `commit`, handed to the board together (one lock
-    /// for a loop's worth of outcomes, not one per write).
-    private var writes: [RunBoard.StateWrite] = []
-
-    private func record(placedIn folders: [FileDescriptor] = [], _ body: @escaping (StateStore) throws -> Void) {
-        writes.append(RunBoard.StateWrite(placedIn: folders, body: body))
-    }
-
-    /// Passes the writes on; the board commits them when its transaction is due (or now).
-    /// Returns why a commit made now failed, if it did.
-    @discardableResult
-    private func commit(force: Bool) -> (any Error)? {
-        let failure = board.write(writes, force: force)
-        writes.removeAll(keepingCapacity: true)
-        return failure
+        ledger.attempt(transfer, outcome: outcome, error: error, status: status, at: clock())
     }
 }

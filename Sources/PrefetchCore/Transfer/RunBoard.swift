@@ -9,7 +9,7 @@ import Foundation
 /// network. The queue and state locks may take the event lock (`admit` and a failed write
 /// emit events) and nothing else; the event lock takes none.
 final class RunBoard: @unchecked Sendable {
-    init(jobs: [TransferJob], state: StateStore, syncsFolders: Bool, shards: Int,
+    init(jobs: [TransferJob], state: StateStore, syncsFolders: Bool, shards: Int, faults: FaultPoints = .none,
          pauseReason: @escaping (Feed) -> String?, onEvent: @escaping (RunEvent) -> Void) {
         queue = jobs
         taken = [Bool](repeating: false, count: jobs.count)
@@ -17,6 +17,7 @@ final class RunBoard: @unchecked Sendable {
         self.pauseReason = pauseReason
         self.state = state
         self.syncsFolders = syncsFolders
+        self.faults = faults
         self.onEvent = onEvent
         progressByShard = [[TransferProgress]](repeating: [], count: shards)
         for index in jobs.indices { enqueue(index) }
@@ -208,6 +209,7 @@ final class RunBoard: @unchecked Sendable {
     private let stateLock = NSLock()
     private let state: StateStore
     private let syncsFolders: Bool
+    private let faults: FaultPoints
     private var inTransaction = false
     private var transactionSince = Date()
     /// Folders that received files since the last commit, fsynced once each before it: the
@@ -253,10 +255,30 @@ final class RunBoard: @unchecked Sendable {
             }
         }
         guard inTransaction, force || Date().timeIntervalSince(transactionSince) >= Self.commitInterval else { return failure }
-        if syncsFolders { for folder in placedFolders.values { _ = folder.sync() } }
+        let folders = placedFolders.values
         placedFolders = [:]
         inTransaction = false
-        do { try state.commit() } catch {
+        // A placement is recorded only once its folder is durable: a folder that cannot be
+        // fsynced rolls the whole batch back (the next run revalidates or fetches those files
+        // again, never trusting a record whose file a power cut may undo).
+        var unsynced: Errno?
+        if syncsFolders, !folders.isEmpty {
+            unsynced = faults.reach(.folderFsync)
+            for folder in folders where unsynced == nil {
+                if case .failure(let error) = folder.sync() { unsynced = error }
+            }
+        }
+        do {
+            if let unsynced {
+                state.rollback()
+                throw CacheError.cannotWrite("a cache folder", "fsync: \(unsynced)")
+            }
+            if let injected = faults.reach(.commit) {
+                state.rollback()
+                throw SQLiteError(code: injected.code == ENOSPC ? 13 : 10, message: "commit: \(injected)")
+            }
+            try state.commit()
+        } catch {
             reportStateError(error)
             failure = failure ?? error
         }
@@ -266,7 +288,7 @@ final class RunBoard: @unchecked Sendable {
     private func reportStateError(_ error: any Error) {
         guard !stateError else { return }
         stateError = true
-        emit(.failed(ResourceKey(feed: "", path: ""), message: "cannot record state: \(error)", retryAt: nil))
+        emit(.stateError("cannot record state: \(error)"))
     }
 
     // MARK: Events
@@ -284,7 +306,7 @@ final class RunBoard: @unchecked Sendable {
             if progressByShard.count > 1 {
                 for shard in progressByShard.indices { progressByShard[shard].removeAll { $0.key == key } }
             }
-        case .started, .progress: break
+        case .started, .progress, .stateError: break
         }
         onEvent(event)
     }

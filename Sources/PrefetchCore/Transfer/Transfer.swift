@@ -54,6 +54,8 @@ final class Transfer {
     let bootID: String
     /// The run's body buffers (for gathered and hashed bodies).
     private let pool: BufferPool
+    /// Crash tests' faults (`body-write`), for its body writer.
+    private let faults: FaultPoints
     /// The partial file's inode, once it is open.
     private(set) var fileInode: UInt64?
     /// Body bytes received in this run (for throughput and metered budgets).
@@ -66,9 +68,10 @@ final class Transfer {
     /// state.db records a partial for this resource (nothing else could be resumed).
     init(job: TransferJob, easy: CurlEasy, partialName: String, existing: (file: FileDescriptor, size: UInt64, inode: UInt64)?,
          globalCap: UInt64, bootID: String, pool: BufferPool, limiter: RateLimiter? = nil, allowance: MeteredAllowance? = nil, startWriteback: Bool = false,
-         createFile: @escaping () -> Result<FileDescriptor, Errno>) {
+         faults: FaultPoints = .none, createFile: @escaping () -> Result<FileDescriptor, Errno>) {
         self.bootID = bootID
         self.pool = pool
+        self.faults = faults
         self.fileInode = existing?.inode
         self.limiter = limiter
         self.allowance = allowance
@@ -104,6 +107,13 @@ final class Transfer {
     var pausedForBudget: Bool { machine.hold == .budget }
     /// Whether a response's body has begun (before: connecting or waiting for the answer).
     var receiving: Bool { machine.phase == .receiving || machine.phase == .discarding }
+
+    /// Its figures for a progress line.
+    var progress: TransferProgress {
+        let seconds = max(0.001, Date().timeIntervalSince(startedAt))
+        return TransferProgress(key: job.key, bytes: offset, total: expectedTotal ?? job.resource.size, rate: Double(received) / seconds,
+                                receiving: receiving)
+    }
 
     /// Cuts the partial back to `length` and hashes those bytes once (FAULTS 2).
     private func primeHash(upTo length: UInt64) -> Bool {
@@ -171,8 +181,7 @@ final class Transfer {
         } catch {
             // libcurl refused an option: a fault of this handle, not of the resource. The
             // handle is dropped (the engine does not reuse it) and the transfer is retried.
-            throw machine.failing(TransferFailure(kind: .transient, message: "libcurl: \(error.message)", retryAfter: nil,
-                                                  discardPartial: false, httpStatus: nil))
+            throw machine.failing(.libcurl(error))
         }
     }
 
@@ -251,7 +260,7 @@ final class Transfer {
         }
         if body == nil, inlineHasher == nil {
             if remaining ?? .max >= Self.gatherFrom {
-                body = BodyWriter(pool: pool, hashing: true)
+                body = BodyWriter(pool: pool, hashing: true, faults: faults)
             } else {
                 inlineHasher = SHA256()
             }
@@ -344,8 +353,8 @@ final class Transfer {
         machine.fileSynced(result)
     }
 
-    /// The rename into place ended (`error`: why it failed); the failure, when it failed.
-    func renamed(_ error: String?) -> TransferFailure? {
-        machine.renamed(error)
+    /// The rename into place ended (`failure`: why it failed); the failure, when it failed.
+    func renamed(_ failure: PlacementError?) -> TransferFailure? {
+        machine.renamed(failure)
     }
 }

@@ -12,6 +12,8 @@ enum RunEvent {
     case paused(ResourceKey, reason: String, offset: UInt64)
     case retrying(ResourceKey, message: String, after: Int64)
     case failed(ResourceKey, message: String, retryAt: Instant?)
+    /// state.db could not be written (once per run): not about one resource.
+    case stateError(String)
 }
 
 /// One active transfer's figures for a progress line.
@@ -61,6 +63,7 @@ final class TransferEngine {
     private let meteredUsedToday: [String: UInt64]
     /// This boot's id, recorded with every partial (SPEC §5).
     private let bootID: String
+    private let faults: FaultPoints
 
     static let threadsFrom = 64
     static let maxThreads = 4
@@ -73,9 +76,10 @@ final class TransferEngine {
     /// `environment` is for manifest headers' `${VAR}` only; `threads` and `bootID` come
     /// parsed (`Settings`).
     init(cache: CacheFolder, state: StateStore, config: Config, environment: [String: String], threads: Int?, bootID: String,
-         metered: Bool, meteredUsedToday: [String: UInt64] = [:], clock: @escaping () -> Instant, onEvent: @escaping (RunEvent) -> Void) {
+         faults: FaultPoints = .none, metered: Bool, meteredUsedToday: [String: UInt64] = [:], clock: @escaping () -> Instant, onEvent: @escaping (RunEvent) -> Void) {
         _ = CurlGlobal.initialized
         self.bootID = bootID
+        self.faults = faults
         requestedThreads = threads
         self.cache = cache
         self.state = state
@@ -138,12 +142,14 @@ final class TransferEngine {
         }
         count = multis.count
         let pool = BufferPool()
-        let board = RunBoard(jobs: jobs, state: state, syncsFolders: !cache.syncIsFree, shards: count,
+        let board = RunBoard(jobs: jobs, state: state, syncsFolders: !cache.syncIsFree, shards: count, faults: faults,
                              pauseReason: pauseReason, onEvent: onEvent)
         let shards = (0..<count).map { index in
-            EngineShard(index: index, of: count, multi: multis[index], concurrency: Self.share(config.concurrency, index, count), perHost: Self.share(config.perHost, index, count),
+            EngineShard(multi: multis[index],
+                        limits: ShardLimits(index: index, of: count, concurrency: Self.share(config.concurrency, index, count),
+                                            perHost: Self.share(config.perHost, index, count), allowances: allowances, limiters: limiters),
                         board: board, cache: cache, config: config, environment: environment, metered: metered,
-                        allowances: allowances, limiters: limiters, pool: pool, bootID: bootID, clock: clock)
+                        pool: pool, bootID: bootID, faults: faults, clock: clock)
         }
         let stop = UncheckedSendable(stopRequested)
         let done = DispatchGroup()

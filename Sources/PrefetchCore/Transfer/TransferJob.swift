@@ -71,4 +71,11 @@ struct TransferFailure: Error, Equatable {
     /// Whether the partial must be thrown away.
     var discardPartial: Bool
     var httpStatus: Int?
+
+    /// libcurl itself failed (an option refused, a handle not made, the multi handle):
+    /// transient, the partial kept.
+    static func libcurl(_ error: any Error) -> TransferFailure {
+        TransferFailure(kind: .transient, message: "libcurl: \((error as? CurlError)?.message ?? "\(error)")", retryAfter: nil,
+                        discardPartial: false, httpStatus: nil)
+    }
 }

@@ -446,17 +446,31 @@ struct TransferStateMachine {
     mutating func fileSynced(_ result: Result<Void, Errno>) -> TransferFailure? {
         precondition(state == .syncing)
         if case .failure(let error) = result {
-            return fail(TransferFailure(kind: .transient, message: "fsync: \(error)", retryAfter: nil, discardPartial: false, httpStatus: nil)).failure
+            // After a failed fsync the kernel may have dropped the file's dirty pages: none of
+            // the partial is trusted again (it is removed and fetched anew).
+            return fail(Self.fsyncFailed(error)).failure
         }
         return nil
     }
 
-    /// The rename into place ended; returns the failure when it failed (the partial is
-    /// removed: a path the cache cannot hold is not fetched again this release).
-    mutating func renamed(_ error: String?) -> TransferFailure? {
+    /// An fsync of the partial failed: transient, and the partial is not trusted again.
+    static func fsyncFailed(_ error: Errno) -> TransferFailure {
+        TransferFailure(kind: .transient, message: "fsync: \(error)", retryAfter: nil, discardPartial: true, httpStatus: nil)
+    }
+
+    /// The rename into place ended; returns the failure when it failed. The partial is
+    /// removed either way; a path the cache cannot hold is not fetched again this release, a
+    /// full disk pauses the run, any other error is retried.
+    mutating func renamed(_ failure: PlacementError?) -> TransferFailure? {
         precondition(state == .syncing)
-        if let error {
-            return fail(TransferFailure(kind: .permanent, message: error, retryAfter: nil, discardPartial: true, httpStatus: nil)).failure
+        switch failure {
+        case .unsafePath(let message)?:
+            return fail(TransferFailure(kind: .permanent, message: message, retryAfter: nil, discardPartial: true, httpStatus: nil)).failure
+        case .failed(_, let error)?:
+            let full = error.code == ENOSPC || error.code == EDQUOT
+            return fail(TransferFailure(kind: full ? .diskFull : .transient, message: full ? "disk full" : failure!.description, retryAfter: nil,
+                                        discardPartial: true, httpStatus: nil)).failure
+        case nil: break
         }
         state = .placed
         return nil

@@ -1,0 +1,65 @@
+import Foundation
+
+/// What one shard writes to state.db: each outcome as a named record, gathered during a
+/// loop and handed to the `RunBoard` together (one lock for a loop's worth of outcomes,
+/// not one per write), which commits them in its group transaction.
+struct ShardLedger {
+    private let board: RunBoard
+    private var writes: [RunBoard.StateWrite] = []
+
+    init(board: RunBoard) {
+        self.board = board
+    }
+
+    /// A state write for the next commit; `folders` received files and are fsynced before it.
+    mutating func record(placedIn folders: [FileDescriptor] = [], _ body: @escaping (StateStore) throws -> Void) {
+        writes.append(RunBoard.StateWrite(placedIn: folders, body: body))
+    }
+
+    /// Passes the writes on; the board commits them when its transaction is due (or now).
+    /// Returns why a commit made now failed, if it did.
+    @discardableResult
+    mutating func commit(force: Bool) -> (any Error)? {
+        let failure = board.write(writes, force: force)
+        writes.removeAll(keepingCapacity: true)
+        return failure
+    }
+
+    // MARK: Outcomes
+
+    /// One exchange with the origin, whatever its outcome (`attempts` table).
+    mutating func attempt(_ transfer: Transfer, outcome: String, error: String?, status: Int?, at now: Instant) {
+        record { [key = transfer.job.key, startedAt = Instant(transfer.startedAt), bytes = transfer.received] state in
+            try state.recordAttempt(key, startedAt: startedAt, finishedAt: now, bytes: bytes, httpStatus: status, outcome: outcome, error: error)
+        }
+    }
+
+    /// The copy was confirmed (304) or replaced (`placed`, with its length and SHA-256,
+    /// written after the folders that received it are fsynced).
+    mutating func validated(_ transfer: Transfer, validators: Validators, length: UInt64?, sha256: String?, placedIn folders: [FileDescriptor]?,
+                            at now: Instant) {
+        record(placedIn: folders ?? []) { [job = transfer.job, clearPartial = transfer.partialRecorded] state in
+            try state.recordValidated(job.key, urlHash: job.urlHash, validators: validators, length: length, sha256: sha256,
+                                      placed: folders != nil, at: now, clearPartial: clearPartial)
+        }
+    }
+
+    mutating func failure(_ job: TransferJob, _ failure: TransferFailure, nextRetry: Instant?, at now: Instant) {
+        record { state in
+            try state.recordFailure(job.key, urlHash: job.urlHash, entry: job.entry, release: job.release, error: failure.message,
+                                    permanent: failure.kind == .permanent, nextRetry: nextRetry, at: now)
+        }
+    }
+
+    mutating func partial(_ key: ResourceKey, _ partial: PartialState) {
+        record { state in try state.recordPartial(key, partial) }
+    }
+
+    mutating func partialRemoved(_ key: ResourceKey) {
+        record { state in try state.deletePartial(key) }
+    }
+
+    mutating func meteredBytes(_ day: MeteredDay, _ count: UInt64) {
+        record { state in try state.addMeteredBytes(day, count) }
+    }
+}
