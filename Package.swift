@@ -27,9 +27,10 @@ let package = Package(
         // CLI: argv → command → exit code.
         .executableTarget(name: "prefetch", dependencies: ["PrefetchCore"]),
 
-        // Tests.
-        .testTarget(name: "PrefetchCoreTests", dependencies: ["PrefetchCore"], exclude: ["Fixtures"]),
-        .testTarget(name: "PrefetchEndToEndTests", dependencies: ["prefetch", "PrefetchCore"], exclude: ["Fixtures"]),
+        // Tests, and what both test targets share (a temporary folder, golden files).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "PrefetchCoreTests", dependencies: ["PrefetchCore", "TestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "PrefetchEndToEndTests", dependencies: ["prefetch", "PrefetchCore", "TestSupport"], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

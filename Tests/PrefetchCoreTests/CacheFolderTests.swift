@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import PrefetchCore
 
 /// The cache's file operations below the engine: placing, listing, fsync off the loop.
@@ -16,7 +17,7 @@ import Testing
     /// Folders are opened once per run; one removed behind prefetch's back is opened (and
     /// created) again rather than renaming into a deleted folder.
     @Test func placementReopensAFolderRemovedMeanwhile() throws {
-        let folder = try TemporaryFolderForUnitTests()
+        let folder = try TemporaryFolder()
         let cache = try CacheFolder.open(folder.path + "/cache").get()
         var folders: [String: FileDescriptor] = [:]
         try Self.partial(cache, "a.part", "one")
@@ -29,7 +30,7 @@ import Testing
     }
 
     @Test func placingOverAFolderIsRefused() throws {
-        let folder = try TemporaryFolderForUnitTests()
+        let folder = try TemporaryFolder()
         let cache = try CacheFolder.open(folder.path + "/cache").get()
         try FileManager.default.createDirectory(atPath: folder.path + "/cache/f/a.bin/x", withIntermediateDirectories: true)
         try Self.partial(cache, "a.part", "one")
@@ -44,14 +45,14 @@ import Testing
     /// The listing reads folders (no stat per file) and trusts regular files only: not a
     /// symlink, not a folder, and nothing reached through a symlinked folder.
     @Test func theListingSeesRegularFilesOnly() throws {
-        let folder = try TemporaryFolderForUnitTests()
+        let folder = try TemporaryFolder()
         let root = folder.path
         for sub in ["f/deep/er", "f/dir.bin", "outside"] {
             try FileManager.default.createDirectory(atPath: root + "/" + sub, withIntermediateDirectories: true)
         }
-        folder.write("f/top.bin", "t")
-        folder.write("f/deep/er/leaf.bin", "l")
-        folder.write("outside/via.bin", "v")
+        try folder.write("f/top.bin", "t")
+        try folder.write("f/deep/er/leaf.bin", "l")
+        try folder.write("outside/via.bin", "v")
         try FileManager.default.createSymbolicLink(atPath: root + "/f/link.bin", withDestinationPath: root + "/f/top.bin")
         try FileManager.default.createSymbolicLink(atPath: root + "/f/hop", withDestinationPath: root + "/outside")
         let feed = try Self.feed("""
@@ -71,12 +72,12 @@ import Testing
 
     /// Every fsync handed to the syncer comes back once, under its id, from worker threads.
     @Test func theSyncerReturnsEveryResult() throws {
-        let folder = try TemporaryFolderForUnitTests()
+        let folder = try TemporaryFolder()
         let wakeups = WakeupCounter()
         let syncer = Syncer(maxWorkers: 3, onFinished: { wakeups.add() })
         var files: [FileDescriptor] = []
         for i in 0..<40 {
-            folder.write("f\(i)", "data \(i)")
+            try folder.write("f\(i)", "data \(i)")
             files.append(try FileDescriptor.open(folder.path + "/f\(i)", flags: O_RDWR).get())
             syncer.submit(id: i, file: files[i])
         }
@@ -101,8 +102,8 @@ import Testing
     /// `waitForHashing` returns only once that hashing has run, so the engine can wait for
     /// it before the process exits.
     @Test func hashingLeftByADroppedWriterIsWaitedFor() throws {
-        let path = NSTemporaryDirectory() + "prefetch-dropped-\(getpid()).part"
-        defer { unlink(path) }
+        let folder = try TemporaryFolder()
+        let path = folder.file("dropped.part")
         let file = try FileDescriptor.open(path, flags: O_RDWR | O_CREAT | O_TRUNC).get()
         let queue = DispatchQueue(label: "test.sha256")
         let pool = BufferPool()
@@ -125,8 +126,8 @@ import Testing
         let seed = ProcessInfo.processInfo.environment["PREFETCH_WRITER_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64.max)
         print("aFailedWriteTakesNoneOfItsChunk: PREFETCH_WRITER_SEED=\(seed)")
         var random = SplitMix64(seed: seed)
-        let path = NSTemporaryDirectory() + "prefetch-failed-write-\(getpid()).part"
-        defer { unlink(path) }
+        let folder = try TemporaryFolder()
+        let path = folder.file("failed-write.part")
         _ = try FileDescriptor.open(path, flags: O_RDWR | O_CREAT | O_TRUNC).get()
         for _ in 0..<50 {
             let readOnly = try FileDescriptor.open(path, flags: O_RDONLY).get()  // every write fails (EBADF)
@@ -148,8 +149,8 @@ import Testing
     /// `pending` holds only what waits for the next full buffer, and `flush` writes it.
     @Test func backgroundHashingWritesAndHashesEveryByteOnce() throws {
         let bytes = (0..<9_000_001).map { UInt8(truncatingIfNeeded: ($0 &* 2_654_435_761) >> 11) }
-        let path = NSTemporaryDirectory() + "prefetch-hasher-\(getpid()).part"
-        defer { unlink(path) }
+        let folder = try TemporaryFolder()
+        let path = folder.file("hasher.part")
         let file = try FileDescriptor.open(path, flags: O_RDWR | O_CREAT | O_TRUNC).get()
         let resumeAt = 1_000_003
         _ = bytes[0..<resumeAt].withUnsafeBytes { file.write($0) }  // already on disk
@@ -188,8 +189,8 @@ import Testing
     /// every byte lands once, at its place, and nothing is left pending after `flush`.
     @Test func unhashedBodiesAreGatheredIntoFewWrites() throws {
         let bytes = (0..<2_500_000).map { UInt8(truncatingIfNeeded: ($0 &* 40_503) >> 7) }
-        let path = NSTemporaryDirectory() + "prefetch-gather-\(getpid()).part"
-        defer { unlink(path) }
+        let folder = try TemporaryFolder()
+        let path = folder.file("gather.part")
         let file = try FileDescriptor.open(path, flags: O_RDWR | O_CREAT | O_TRUNC).get()
         let body = BodyWriter(pool: BufferPool(), hashing: false)
         var offset = 0

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import PrefetchCore
 
 /// The argument parser and the help pages (compared with golden files).
@@ -43,12 +44,7 @@ import Testing
     /// Compares with `Fixtures/help/NAME.txt`; `PREFETCH_RECORD_GOLDEN=1` rewrites the file instead.
     static func expectGolden(_ text: String, _ name: String) throws {
         let file = fixtures.appendingPathComponent(name + ".txt")
-        if ProcessInfo.processInfo.environment["PREFETCH_RECORD_GOLDEN"] == "1" {
-            try FileManager.default.createDirectory(at: fixtures, withIntermediateDirectories: true)
-            try text.write(to: file, atomically: true, encoding: .utf8)
-        }
-        let golden = try String(contentsOf: file, encoding: .utf8)
-        #expect(text == golden, "help for \(name) differs from \(file.path)")
+        #expect(try Golden.matches(text, file), "help for \(name) differs from \(file.path)")
     }
 
     @Test func overviewHelp() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import PrefetchCore
 
 /// What `gc` (and the end of every `run`) removes, and what it never touches.
@@ -9,15 +10,15 @@ import Testing
     }
 
     @Test func expiryUsesTheShiftedClockPartialAgeTheRealOne() throws {
-        let folder = try TemporaryFolderForUnitTests()
+        let folder = try TemporaryFolder()
         let cache = folder.path
         try FileManager.default.createDirectory(atPath: cache + "/f", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: cache + "/.prefetch/partial", withIntermediateDirectories: true)
-        folder.write("f/old.bin", "x")
-        folder.write("f/new.bin", "y")
+        try folder.write("f/old.bin", "x")
+        try folder.write("f/new.bin", "y")
         let listed = CacheFolder.partialName(feed: "f", path: "new.bin")
-        folder.write(".prefetch/partial/" + listed, "partial")
-        folder.write(".prefetch/partial/" + CacheFolder.partialName(feed: "f", path: "gone.bin"), "orphan")
+        try folder.write(".prefetch/partial/" + listed, "partial")
+        try folder.write(".prefetch/partial/" + CacheFolder.partialName(feed: "f", path: "gone.bin"), "orphan")
         let feed = try Self.feed("resources:\n  - url: https://e.com/old.bin\n    expires: 2030-01-01T00:00:00Z\n  - url: https://e.com/new.bin\n")
         let real = Instant.now()
         let far = Instant(seconds: 4_102_444_800)  // 2100: past the expiry, but the partial was written just now
@@ -30,12 +31,12 @@ import Testing
     }
 
     @Test func pruneRemovesUnlistedFilesOfThatFeedOnly() throws {
-        let folder = try TemporaryFolderForUnitTests()
+        let folder = try TemporaryFolder()
         try FileManager.default.createDirectory(atPath: folder.path + "/f/sub", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: folder.path + "/other", withIntermediateDirectories: true)
-        folder.write("f/keep.bin", "k")
-        folder.write("f/sub/stray.bin", "s")
-        folder.write("other/x.bin", "o")
+        try folder.write("f/keep.bin", "k")
+        try folder.write("f/sub/stray.bin", "s")
+        try folder.write("other/x.bin", "o")
         try FileManager.default.createSymbolicLink(atPath: folder.path + "/f/link", withDestinationPath: "/etc")
         let pruned = try Self.feed("prune: true\nresources:\n  - url: https://e.com/keep.bin\n")
         let removals = GarbageCollector.collect(feeds: [pruned], cache: CacheFolder.openExisting(folder.path)!, now: 0)
@@ -52,10 +53,10 @@ import Testing
     /// the cache, the resource expired, `gc` removed the file out there. Walking by folder
     /// descriptor, the symlink is never followed.
     @Test func anExpiredFileBehindASymlinkedFolderIsNeverReached() throws {
-        let folder = try TemporaryFolderForUnitTests()
-        let outside = try TemporaryFolderForUnitTests()
+        let folder = try TemporaryFolder()
+        let outside = try TemporaryFolder()
         try FileManager.default.createDirectory(atPath: folder.path + "/g", withIntermediateDirectories: true)
-        outside.write("x.bin", "not prefetch's")
+        try outside.write("x.bin", "not prefetch's")
         try FileManager.default.createSymbolicLink(atPath: folder.path + "/g/sub", withDestinationPath: outside.path)
         let feed = try Self.feed("name: g\nresources:\n  - url: https://e.com/x.bin\n    path: sub/x.bin\n    expires: 2020-01-01T00:00:00Z\n")
         let removals = GarbageCollector.collect(feeds: [feed], cache: CacheFolder.openExisting(folder.path)!, now: Instant.now())
@@ -73,8 +74,8 @@ import Testing
         let seed: UInt64 = UInt64(ProcessInfo.processInfo.environment["PREFETCH_GC_SEED"] ?? "") ?? 71
         var random = SplitMix64(seed: seed)
         for round in 0..<40 {
-            let cache = try TemporaryFolderForUnitTests()
-            let decoy = try TemporaryFolderForUnitTests()
+            let cache = try TemporaryFolder()
+            let decoy = try TemporaryFolder()
             var yaml = "name: f\nprune: true\nresources:\n"
             var decoyFiles: Set<String> = []
             var expectedGone: Set<String> = []
@@ -89,13 +90,13 @@ import Testing
                     if kind == 1 { yaml += "    expires: 2020-01-01T00:00:00Z\n" }
                 }
                 try FileManager.default.createDirectory(atPath: cache.path + "/f/" + dirs.joined(separator: "/"), withIntermediateDirectories: true)
-                cache.write("f/" + path, "cached \(index)")
+                try cache.write("f/" + path, "cached \(index)")
                 if kind == 0 { expectedKept.insert(path) } else { expectedGone.insert(path) }
                 // The decoy mirrors the path, so a followed link would find a file to remove.
                 try FileManager.default.createDirectory(atPath: decoy.path + "/" + dirs.joined(separator: "/"), withIntermediateDirectories: true)
-                decoy.write(path, "outside \(index)")
+                try decoy.write(path, "outside \(index)")
                 decoyFiles.insert(path)
-                decoy.write("r\(index).bin", "outside top \(index)")
+                try decoy.write("r\(index).bin", "outside top \(index)")
                 decoyFiles.insert("r\(index).bin")
             }
             // Plant links: replace a folder on the way, add a link as a file, or link the partials.
@@ -117,7 +118,7 @@ import Testing
                     try? FileManager.default.createDirectory(atPath: cache.path + "/.prefetch", withIntermediateDirectories: true)
                     try? FileManager.default.removeItem(atPath: cache.path + "/.prefetch/partial")
                     try FileManager.default.createSymbolicLink(atPath: cache.path + "/.prefetch/partial", withDestinationPath: decoy.path)
-                    decoy.write("orphan.part", "a partial's name")
+                    try decoy.write("orphan.part", "a partial's name")
                     decoyFiles.insert("orphan.part")
                 default:  // a second feed's folder is a link
                     try? FileManager.default.createSymbolicLink(atPath: cache.path + "/h", withDestinationPath: decoy.path)

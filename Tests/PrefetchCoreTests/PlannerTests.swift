@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import PrefetchCore
 
 /// (schedule, window, conditions, recorded state, now) → (state, reason, next).
@@ -254,9 +255,9 @@ import Testing
     }
 
     @Test func machineIDOrder() throws {
-        let folder = try TemporaryFolderForUnitTests()
-        let etc = folder.write("machine-id", "abc123\n")
-        let dbus = folder.write("dbus-id", "dbus456\n")
+        let folder = try TemporaryFolder()
+        let etc = try folder.write("machine-id", "abc123\n")
+        let dbus = try folder.write("dbus-id", "dbus456\n")
         var config = Config()
         #expect(MachineID.find(environment: [:], config: config, files: [etc, dbus]) == MachineID(value: "abc123", source: etc))
         #expect(MachineID.find(environment: [:], config: config, files: ["/nonexistent", dbus]) == MachineID(value: "dbus456", source: dbus))
@@ -354,26 +355,5 @@ import Testing
                                              conditions: ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test"), now: now, machineID: nil))
         #expect(onMains.feeds.first?.items.first?.status == .due)
         #expect(RunPass.nextWakeup(onMains, recheck: 60) == now)
-    }
-}
-
-/// A temporary folder for unit tests, removed on release.
-final class TemporaryFolderForUnitTests {
-    let path: String
-
-    init() throws {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("prefetch-unit-" + UUID().uuidString).path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(atPath: path)
-    }
-
-    @discardableResult
-    func write(_ name: String, _ text: String) -> String {
-        let file = path + "/" + name
-        _ = FileManager.default.createFile(atPath: file, contents: Data(text.utf8))
-        return file
     }
 }

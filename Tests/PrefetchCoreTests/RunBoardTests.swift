@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import PrefetchCore
 
 /// What the transfer threads of one run share: the queue, pauses,
@@ -24,8 +25,8 @@ import Testing
     }
 
     static func board(_ jobs: [TransferJob], shards: Int = 2, stopped: @escaping (Feed) -> String? = { _ in nil },
-                      events: Events = Events()) throws -> (RunBoard, TemporaryFolderForUnitTests) {
-        let folder = try TemporaryFolderForUnitTests()
+                      events: Events = Events()) throws -> (RunBoard, TemporaryFolder) {
+        let folder = try TemporaryFolder()
         let state = try StateStore.openForWriting(folder.path + "/state.db")
         return (RunBoard(jobs: jobs, state: state, syncsFolders: false, shards: shards, pauseReason: stopped,
                          onEvent: { events.all.append($0) }), folder)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import PrefetchCore
 
 /// state.db files of every earlier schema version open: a writer migrates them in place, a
@@ -37,7 +38,7 @@ import Testing
     }
 
     @Test func aVersionOneFileIsMigratedByAWriter() throws {
-        let folder = try TemporaryFolderForUnitTests()
+        let folder = try TemporaryFolder()
         let path = folder.path + "/state.db"
         try Self.versionOne(at: path)
         let store = try StateStore.openForWriting(path, currentURL: Self.currentURL)
@@ -67,7 +68,7 @@ import Testing
     }
 
     @Test func aReaderMigratesInMemoryAndLeavesTheFileAlone() throws {
-        let folder = try TemporaryFolderForUnitTests()
+        let folder = try TemporaryFolder()
         let path = folder.path + "/state.db"
         try Self.versionOne(at: path)
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -97,7 +98,7 @@ import Testing
     /// the same columns — those the coming issues need (holds, counters, missed windows,
     /// removed feeds, generations, verification) included.
     @Test func everyEarlierVersionMigratesToTheSchemaANewFileGets() throws {
-        let folder = try TemporaryFolderForUnitTests()
+        let folder = try TemporaryFolder()
         let fresh = folder.path + "/fresh.db", old = folder.path + "/v1.db", empty = folder.path + "/v0.db"
         _ = try StateStore.openForWriting(fresh)
         try Self.versionOne(at: old)
@@ -116,7 +117,7 @@ import Testing
 
     /// Times keep their nanoseconds through a write and a read (SPEC §5: full precision).
     @Test func timesKeepFullPrecision() throws {
-        let folder = try TemporaryFolderForUnitTests()
+        let folder = try TemporaryFolder()
         let store = try StateStore.openForWriting(folder.path + "/state.db")
         let key = ResourceKey(feed: "f", path: "a")
         let first = Instant(nanoseconds: 1_796_000_000_123_456_789)

@@ -1,14 +1,43 @@
 import Foundation
+import Glibc
 import Testing
+import TestSupport
+
+/// What a finished `prefetch` process left: the one result type of the end-to-end tests.
+struct RunResult {
+    let status: Int32
+    let stdout: String
+    let stderr: String
+    let seconds: Double
+
+    /// `--json` event lines.
+    var events: [[String: Any]] {
+        stdout.split(separator: "\n").compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        }
+    }
+
+    func events(_ type: String, _ path: String) -> [[String: Any]] {
+        events.filter { $0["type"] as? String == type && $0["path"] as? String == path }
+    }
+
+    func placed(_ path: String) -> Bool { !events("placed", path).isEmpty }
+
+    /// In-run retries announced for `path` (`failed` with `final: false`).
+    func retries(_ path: String) -> [[String: Any]] {
+        events("failed", path).filter { $0["final"] as? Bool == false }
+    }
+
+    /// The error of the final failure of `path`, if it failed.
+    func failure(_ path: String) -> String? {
+        events("failed", path).last { $0["final"] as? Bool == true }?["error"] as? String
+    }
+
+    var diagnostics: String { "exit \(status)\nstdout:\n\(stdout)\nstderr:\n\(stderr)" }
+}
 
 /// Runs the built `prefetch` binary as a process, as users and outside tests do.
 enum BinaryRunner {
-    struct Result {
-        let status: Int32
-        let stdout: String
-        let stderr: String
-    }
-
     /// The `prefetch` executable beside the test bundle (`.build/<config>/prefetch`).
     static let executable: URL = {
         var folder = Bundle.main.bundleURL
@@ -29,10 +58,12 @@ enum BinaryRunner {
     }
 
     /// Runs `prefetch arguments…` in `directory`, with `environment` added to a minimal one.
-    /// Output goes to files, so a chatty child can never block on a full pipe.
+    /// Output goes to files, so a chatty child can never block on a full pipe. A process
+    /// still running after `timeout` seconds is killed (SIGKILL) and recorded as an issue.
     /// `executable` runs something else instead (e.g. `script`, to give prefetch a terminal).
     static func run(_ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:],
-                    executable: URL = executable) throws -> Result {
+                    executable: URL = executable, timeout: Double = 60,
+                    sourceLocation: Testing.SourceLocation = #_sourceLocation) throws -> RunResult {
         let scratch = try TemporaryFolder()
         let outURL = scratch.url.appendingPathComponent("stdout")
         let errURL = scratch.url.appendingPathComponent("stderr")
@@ -53,39 +84,17 @@ enum BinaryRunner {
         process.standardOutput = outHandle
         process.standardError = errHandle
         process.standardInput = FileHandle.nullDevice
+        let started = Date()
         try process.run()
+        while process.isRunning && Date().timeIntervalSince(started) < timeout { usleep(20_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            Issue.record("prefetch \(arguments.first ?? "") did not finish within \(Int(timeout)) s; killed", sourceLocation: sourceLocation)
+        }
         process.waitUntilExit()
-        return Result(status: process.terminationStatus,
-                      stdout: try String(contentsOf: outURL, encoding: .utf8),
-                      stderr: try String(contentsOf: errURL, encoding: .utf8))
-    }
-}
-
-/// A fresh temporary folder, removed when the value is released.
-final class TemporaryFolder {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("prefetch-test-" + UUID().uuidString)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(at: url)
-    }
-
-    /// Writes `text` to `name` (folders created as needed) and returns its path.
-    @discardableResult
-    func write(_ name: String, _ text: String) throws -> String {
-        let file = url.appendingPathComponent(name)
-        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try text.write(to: file, atomically: true, encoding: .utf8)
-        return file.path
-    }
-
-    /// Every path below the folder, relative to it, sorted.
-    func listing() -> [String] {
-        let enumerator = FileManager.default.enumerator(atPath: url.path)
-        return (enumerator?.allObjects as? [String] ?? []).sorted()
+        return RunResult(status: process.terminationStatus,
+                         stdout: try String(contentsOf: outURL, encoding: .utf8),
+                         stderr: try String(contentsOf: errURL, encoding: .utf8),
+                         seconds: Date().timeIntervalSince(started))
     }
 }

@@ -9,8 +9,6 @@ import PrefetchCore
 /// the cache holds the old version or the new one whole (never a mix, never a stray file),
 /// state.db opens, and the next run without faults ends with the new version in place.
 @Suite(.serialized) struct CrashTests {
-    typealias Scenario = FaultTests.Scenario
-
     static let v1 = FaultTests.bytes(3 << 20, seed: 900)
     static let v2 = FaultTests.bytes(3 << 20 + 12_345, seed: 901)
     static let small1 = FaultTests.bytes(1000, seed: 902)
@@ -20,13 +18,13 @@ import PrefetchCore
     static let steps = ["body-write", "partial-record", "file-fsync", "rename", "folder-fsync", "commit"]
 
     /// v1 of both files placed by a clean run; the origin then serves v2, due two hours on.
-    static func scenarioWithANewVersion() throws -> Scenario {
-        let s = try Scenario()
+    static func scenarioWithANewVersion() throws -> FaultHarness {
+        let s = try FaultHarness()
         s.origin.serve("/a.bin", OriginResource(v1, etag: "\"a1\""))
         s.origin.serve("/b.bin", OriginResource(small1, etag: "\"b1\""))
         try s.feed("retry: { attempts: 3, backoff: 1s, max_backoff: 1s }\nrefresh: 1h\nlimits: { concurrency: 1 }\n"
                    + "resources:\n  - url: ORIGIN/a.bin\n    priority: high\n  - url: ORIGIN/b.bin\n")
-        let first = try s.run()
+        let first = try s.runJSON()
         try #require(first.status == 0 && s.cached("t/a.bin") == v1 && s.cached("t/b.bin") == small1, "\(first.diagnostics)")
         s.origin.serve("/a.bin", OriginResource(v2, etag: "\"a2\""))
         s.origin.serve("/b.bin", OriginResource(small2, etag: "\"b2\""))
@@ -37,11 +35,11 @@ import PrefetchCore
 
     /// After whatever the fault left: state.db opens (`status` answers), and a run without
     /// faults places v2 of both whole.
-    static func recovers(_ s: Scenario, _ label: String, sourceLocation: Testing.SourceLocation = #_sourceLocation) throws {
+    static func recovers(_ s: FaultHarness, _ label: String, sourceLocation: Testing.SourceLocation = #_sourceLocation) throws {
         s.checkInvariant(Self.allowed, sourceLocation: sourceLocation)
         let status = try BinaryRunner.run(["status", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"], in: s.dir.url)
         #expect(status.status == 0, "\(label): status after the fault: \(status.stderr)", sourceLocation: sourceLocation)
-        let again = try s.run(offset: "+6h")
+        let again = try s.runJSON(offset: "+6h")
         #expect(again.status == 0, "\(label): the run after the fault: \(again.diagnostics)", sourceLocation: sourceLocation)
         #expect(s.cached("t/a.bin") == v2 && s.cached("t/b.bin") == small2, "\(label): v2 is not in place", sourceLocation: sourceLocation)
         s.checkInvariant(["t/a.bin": [v2], "t/b.bin": [small2]], sourceLocation: sourceLocation)
@@ -53,7 +51,7 @@ import PrefetchCore
     @Test(arguments: steps) func aProcessStoppedAtAStepLosesNothingPlaced(step: String) throws {
         for (action, status) in [("kill", Int32(SIGKILL)), ("exit", Int32(86))] {
             let s = try Self.scenarioWithANewVersion()
-            let stopped = try s.run(offset: "+2h", environment: ["PREFETCH_FAULT": "\(step):\(action)"])
+            let stopped = try s.runJSON(offset: "+2h", environment: ["PREFETCH_FAULT": "\(step):\(action)"])
             // Process reports a signal death as the signal's number.
             #expect(stopped.status == status, "\(step):\(action) was not reached: \(stopped.diagnostics)")
             try Self.recovers(s, "\(step):\(action)")
@@ -65,7 +63,7 @@ import PrefetchCore
     @Test(arguments: steps) func aStepThatFailsIsReportedAndRecovered(step: String) throws {
         for fault in ["eio@1", "enospc@1", "eio", "enospc"] {
             let s = try Self.scenarioWithANewVersion()
-            let failed = try s.run(offset: "+2h", environment: ["PREFETCH_FAULT": "\(step):\(fault)"], timeout: 60)
+            let failed = try s.runJSON(offset: "+2h", environment: ["PREFETCH_FAULT": "\(step):\(fault)"], timeout: 60)
             #expect(failed.status == 0 || failed.status == 1, "\(step):\(fault): \(failed.diagnostics)")
             #expect(!failed.stderr.contains("crashed") && !failed.stderr.contains("Fatal error"), "\(step):\(fault): \(failed.stderr)")
             let said = failed.events.contains { ["failed", "paused"].contains($0["type"] as? String) }
@@ -78,7 +76,7 @@ import PrefetchCore
     /// resource); the files stay the truth, and the next run records them.
     @Test func aFailedCommitIsOneLineWithoutAResource() throws {
         let s = try Self.scenarioWithANewVersion()
-        let failed = try s.run(offset: "+2h", environment: ["PREFETCH_FAULT": "commit:eio"])
+        let failed = try s.runJSON(offset: "+2h", environment: ["PREFETCH_FAULT": "commit:eio"])
         let lines = failed.events.filter { $0["type"] as? String == "failed" && $0["feed"] is NSNull }
         #expect(lines.count == 1 && (lines.first?["path"] is NSNull), "\(failed.diagnostics)")
         let message = lines.first?["error"] as? String ?? ""
@@ -92,7 +90,7 @@ import PrefetchCore
     @Test func anUnsyncedFolderIsNeverRecorded() throws {
         let s = try Self.scenarioWithANewVersion()
         let v1Record = try #require(s.resourceState("a.bin"))
-        let failed = try s.run(offset: "+2h", environment: ["PREFETCH_FAULT": "folder-fsync:eio"])
+        let failed = try s.runJSON(offset: "+2h", environment: ["PREFETCH_FAULT": "folder-fsync:eio"])
         #expect(failed.stderr.contains("cannot record state") || failed.stdout.contains("cannot record state"), "\(failed.diagnostics)")
         let after = s.resourceState("a.bin")
         #expect(after?.sha256 == v1Record.sha256 && after?.validators == v1Record.validators,
@@ -105,7 +103,7 @@ import PrefetchCore
     /// pages): the retry asks for the whole body, never a Range over those bytes.
     @Test func aFailedFsyncIsNotResumedFrom() throws {
         let s = try Self.scenarioWithANewVersion()
-        let failed = try s.run(offset: "+2h", environment: ["PREFETCH_FAULT": "file-fsync:eio@1"])
+        let failed = try s.runJSON(offset: "+2h", environment: ["PREFETCH_FAULT": "file-fsync:eio@1"])
         #expect(failed.status == 0 && failed.placed("a.bin"), "\(failed.diagnostics)")
         let asks = s.origin.requests(to: "/a.bin").suffix(2)
         #expect(asks.count == 2 && asks.allSatisfy { $0.header("range") == nil }, "\(asks.map { $0.header("range") ?? "-" })")
@@ -117,7 +115,7 @@ import PrefetchCore
     /// transfer had not counted, and the offset to fsync came out below zero).
     @Test func aFullDiskAtTheFirstWritePausesTheRun() throws {
         let s = try Self.scenarioWithANewVersion()
-        let full = try s.run(offset: "+2h", environment: ["PREFETCH_FAULT": "body-write:enospc"])
+        let full = try s.runJSON(offset: "+2h", environment: ["PREFETCH_FAULT": "body-write:enospc"])
         #expect(full.status == 1 && !full.events("paused", "a.bin").isEmpty, "\(full.diagnostics)")
         #expect(full.events("paused", "a.bin").first?["reason"] as? String == "disk full")
         try Self.recovers(s, "body-write:enospc")
@@ -128,7 +126,7 @@ import PrefetchCore
     @Test func aFailedPartialFsyncRestartsTheTransfer() throws {
         let s = try Self.scenarioWithANewVersion()
         s.origin.inject("/a.bin", [.trickle(bytesPerSecond: 1 << 20)])  // 3 s: synced at 2 s
-        let failed = try s.run(offset: "+2h", environment: ["PREFETCH_FAULT": "partial-fsync:eio@1"], timeout: 60)
+        let failed = try s.runJSON(offset: "+2h", environment: ["PREFETCH_FAULT": "partial-fsync:eio@1"], timeout: 60)
         #expect(failed.status == 0 && !failed.retries("a.bin").isEmpty, "\(failed.diagnostics)")
         #expect(failed.retries("a.bin").first?["error"] as? String == "fsync: Input/output error", "\(failed.diagnostics)")
         let asks = s.origin.requests(to: "/a.bin").suffix(2)

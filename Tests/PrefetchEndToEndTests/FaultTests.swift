@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import TestSupport
 import PrefetchCore
 
 /// Every case of FAULTS.md that can be reproduced on 127.0.0.1, through the real binary against the
@@ -18,168 +19,7 @@ import PrefetchCore
     static let nextRun = "retry: { attempts: 5, backoff: 5m, max_backoff: 1h }\nlimits: { concurrency: 8, stall_timeout: 2s }\n"
     static let modified = "Sun, 01 Mar 2026 10:00:00 GMT"
 
-    // MARK: - Scenario support
-
-    struct RunResult {
-        let status: Int32
-        let stdout: String
-        let stderr: String
-        let seconds: Double
-
-        /// `--json` event lines.
-        var events: [[String: Any]] {
-            stdout.split(separator: "\n").compactMap { line in
-                (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
-            }
-        }
-
-        func events(_ type: String, _ path: String) -> [[String: Any]] {
-            events.filter { $0["type"] as? String == type && $0["path"] as? String == path }
-        }
-
-        func placed(_ path: String) -> Bool { !events("placed", path).isEmpty }
-
-        /// In-run retries announced for `path` (`failed` with `final: false`).
-        func retries(_ path: String) -> [[String: Any]] {
-            events("failed", path).filter { $0["final"] as? Bool == false }
-        }
-
-        /// The error of the final failure of `path`, if it failed.
-        func failure(_ path: String) -> String? {
-            events("failed", path).last { $0["final"] as? Bool == true }?["error"] as? String
-        }
-
-        var diagnostics: String { "exit \(status)\nstdout:\n\(stdout)\nstderr:\n\(stderr)" }
-    }
-
-    /// A temporary folder with `feeds/` and `cache/`, and a fault-injecting origin.
-    final class Scenario {
-        let dir: TemporaryFolder
-        let origin: TestOrigin
-        var cache: URL { dir.url.appendingPathComponent("cache") }
-
-        init() throws {
-            dir = try TemporaryFolder()
-            origin = try TestOrigin()
-        }
-
-        /// Writes `feeds/<name>.yaml`; `ORIGIN` becomes `http://127.0.0.1:PORT`.
-        func feed(_ yaml: String, name: String = "t") throws {
-            try dir.write("feeds/\(name).yaml", yaml.replacingOccurrences(of: "ORIGIN", with: origin.url("")))
-        }
-
-        /// `prefetch run --json` with the clock moved by `offset` (e.g. "+2h"). A run that does not
-        /// finish within `timeout` seconds is killed (SIGKILL, by pid) and recorded as an issue, so a
-        /// regression (say, a stall that is never cut short) fails the test instead of hanging the suite.
-        func run(offset: String? = nil, config: String = "/dev/null", environment: [String: String] = [:],
-                 timeout: Double = 30, sourceLocation: Testing.SourceLocation = #_sourceLocation) throws -> RunResult {
-            try invoke(["run", "--json", "--feeds", "feeds", "--cache", "cache", "--config", config], offset: offset,
-                       environment: environment, timeout: timeout, sourceLocation: sourceLocation)
-        }
-
-        /// The resource lines of `prefetch plan --json` with the clock moved by `offset`.
-        func plan(offset: String? = nil) throws -> [[String: Any]] {
-            try invoke(["plan", "--json", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"], offset: offset)
-                .events.filter { $0["type"] as? String == "resource" }
-        }
-
-        private func invoke(_ arguments: [String], offset: String?, environment: [String: String] = [:], timeout: Double = 30,
-                            sourceLocation: Testing.SourceLocation = #_sourceLocation) throws -> RunResult {
-            let scratch = try TemporaryFolder()
-            let outURL = scratch.url.appendingPathComponent("stdout"), errURL = scratch.url.appendingPathComponent("stderr")
-            try Data().write(to: outURL)
-            try Data().write(to: errURL)
-            let outHandle = try FileHandle(forWritingTo: outURL), errHandle = try FileHandle(forWritingTo: errURL)
-            defer { try? outHandle.close(); try? errHandle.close() }
-            let process = Process()
-            process.executableURL = BinaryRunner.executable
-            process.arguments = arguments
-            process.currentDirectoryURL = dir.url
-            var env = ["PATH": "/usr/bin:/bin", "TZ": "UTC", "HOME": scratch.url.path]
-            env.merge(BinaryRunner.inherited) { $1 }
-            env.merge(environment) { $1 }
-            if let offset { env["PREFETCH_CLOCK_OFFSET"] = offset }
-            process.environment = env
-            process.standardOutput = outHandle
-            process.standardError = errHandle
-            process.standardInput = FileHandle.nullDevice
-            let started = Date()
-            try process.run()
-            while process.isRunning && Date().timeIntervalSince(started) < timeout { usleep(20_000) }
-            if process.isRunning {
-                kill(process.processIdentifier, SIGKILL)
-                Issue.record("prefetch \(arguments[0]) did not finish within \(Int(timeout)) s; killed", sourceLocation: sourceLocation)
-            }
-            process.waitUntilExit()
-            return RunResult(status: process.terminationStatus,
-                             stdout: try String(contentsOf: outURL, encoding: .utf8),
-                             stderr: try String(contentsOf: errURL, encoding: .utf8),
-                             seconds: Date().timeIntervalSince(started))
-        }
-
-        func cached(_ path: String) -> [UInt8]? {
-            (try? Data(contentsOf: cache.appendingPathComponent(path))).map { [UInt8]($0) }
-        }
-
-        func digest(_ path: String) -> String? { cached(path).map(FaultTests.sha) }
-
-        /// Whether `CACHE/path` exists (as anything, symlinks not followed).
-        func exists(_ path: String) -> Bool { stat(path) != nil }
-
-        func size(_ path: String) -> Int? { stat(path).map { Int($0.st_size) } }
-
-        func stat(_ path: String) -> stat? {
-            var info = Glibc.stat()
-            return lstat(cache.appendingPathComponent(path).path, &info) == 0 ? info : nil
-        }
-
-        var partials: [String] {
-            (try? FileManager.default.contentsOfDirectory(atPath: cache.appendingPathComponent(".prefetch/partial").path)) ?? []
-        }
-
-        func partialURL(_ path: String, feed: String = "t") -> URL {
-            cache.appendingPathComponent(".prefetch/partial/" + CacheFolder.partialName(feed: feed, path: path))
-        }
-
-        func partialSize(_ path: String) -> Int? {
-            (try? FileManager.default.attributesOfItem(atPath: partialURL(path).path)[.size] as? Int) ?? nil
-        }
-
-        /// Plants what a previous run (or a crash) left: partial bytes and/or a recorded partial.
-        /// `bootID`: the boot the record says wrote it (with the planted file's inode); nil for
-        /// a record as state.db version 1 kept it (trusted to its fsynced offset only).
-        func plant(_ path: String, bytes: [UInt8]?, synced: UInt64?, validators: Validators = Validators(),
-                   total: UInt64? = nil, urlHash: String? = nil, bootID: String? = nil, inode: UInt64? = nil) throws {
-            try FileManager.default.createDirectory(at: cache.appendingPathComponent(".prefetch/partial"), withIntermediateDirectories: true)
-            if let bytes { try Data(bytes).write(to: partialURL(path)) }
-            if let synced {
-                let store = try StateStore.openForWriting(cache.path + "/.prefetch/state.db")
-                let hash = try urlHash ?? ResourceURL.parse(origin.url("/" + path)).identityHash
-                var info = Glibc.stat()
-                let planted = lstat(partialURL(path).path, &info) == 0 ? UInt64(info.st_ino) : nil
-                try store.recordPartial(ResourceKey(feed: "t", path: path), PartialState(
-                    urlHash: hash, validators: validators, totalLength: total, syncedOffset: synced, updatedAt: 0,
-                    bootID: bootID, inode: bootID == nil ? nil : inode ?? planted))
-            }
-        }
-
-        func state() -> StateSnapshot? { FaultTests.snapshot(cache) }
-
-        func resourceState(_ path: String) -> ResourceState? { state()?.resources[ResourceKey(feed: "t", path: path)] }
-
-        /// FAULTS.md's invariant, plus FAULTS 15 for every request the origin saw.
-        /// `allowed`: for each final path ("t/a.bin"), the contents it may hold (previous good, current).
-        func checkInvariant(_ allowed: [String: [[UInt8]]], root: URL? = nil, origins: [TestOrigin] = [],
-                            sourceLocation: Testing.SourceLocation = #_sourceLocation) {
-            FaultTests.checkCache(root ?? cache, allowed: allowed, sourceLocation: sourceLocation)
-            for server in [origin] + origins {
-                for request in server.requests where request.header("accept-encoding") != "identity" {
-                    Issue.record("request \(request.path) sent Accept-Encoding \(request.header("accept-encoding") ?? "(none)")",
-                                 sourceLocation: sourceLocation)
-                }
-            }
-        }
-    }
+    // MARK: - Scenario support (the harness: Support/Harness.swift)
 
     /// Walks `root`: outside `.prefetch/` only allowed final files with allowed contents (regular
     /// files, never symlinks); inside it only the lock, state.db (and its side files) and `*.part`.
@@ -245,7 +85,7 @@ import PrefetchCore
     /// `If-Range` (the strong ETag, else Last-Modified); a 206 whose Content-Range does not continue
     /// the partial is refused; the result is identical.
     @Test func cutAtFortyPercentResumesWithRangeAndIfRange() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let a = Self.bytes(1_000_000, seed: 1), b = Self.bytes(1_000_000, seed: 2), c = Self.bytes(1_000_000, seed: 3)
         s.origin.serve("/a.bin", OriginResource(a, etag: "\"a1\"", lastModified: Self.modified))
         s.origin.serve("/b.bin", OriginResource(b, lastModified: Self.modified))
@@ -256,7 +96,7 @@ import PrefetchCore
         try s.feed(Self.nextRun + "resources:\n  - url: ORIGIN/a.bin\n  - url: ORIGIN/b.bin\n  - url: ORIGIN/c.bin\n")
         let allowed = ["t/a.bin": [a], "t/b.bin": [b], "t/c.bin": [c]]
 
-        let first = try s.run()
+        let first = try s.runJSON()
         #expect(first.status == 1, "\(first.diagnostics)")
         for path in ["a.bin", "b.bin", "c.bin"] {
             #expect(!s.exists("t/" + path))
@@ -265,7 +105,7 @@ import PrefetchCore
         }
         s.checkInvariant(allowed)
 
-        let second = try s.run(offset: "+10m")
+        let second = try s.runJSON(offset: "+10m")
         let resumeA = try #require(s.origin.requests(to: "/a.bin").dropFirst().first)
         #expect(resumeA.header("range") == "bytes=400000-")
         #expect(resumeA.header("if-range") == "\"a1\"")
@@ -286,7 +126,7 @@ import PrefetchCore
         s.checkInvariant(allowed)
 
         // c starts again cleanly (no stale Range) and completes.
-        let third = try s.run(offset: "+40m")
+        let third = try s.runJSON(offset: "+40m")
         #expect(third.status == 0, "\(third.diagnostics)")
         #expect(s.digest("t/c.bin") == Self.sha(c))
         #expect(s.origin.requests(to: "/c.bin").count == 3)
@@ -299,7 +139,7 @@ import PrefetchCore
     /// check, or 1 MiB and more): a cut that is not on a buffer boundary still leaves exactly
     /// the received bytes in the partial, recorded, and the resume continues from there.
     @Test func aCutInAGatheredBodyKeepsEveryReceivedByte() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let big = Self.bytes(3_000_000, seed: 21), hashed = Self.bytes(3_000_000, seed: 22)
         s.origin.serve("/big.bin", OriginResource(big, etag: "\"g1\""))
         s.origin.serve("/hashed.bin", OriginResource(hashed, etag: "\"h1\""))
@@ -307,7 +147,7 @@ import PrefetchCore
         try s.feed(Self.nextRun + "resources:\n  - url: ORIGIN/big.bin\n  - url: ORIGIN/hashed.bin\n    sha256: \(Self.sha(hashed))\n")
         let allowed = ["t/big.bin": [big], "t/hashed.bin": [hashed]]
 
-        let first = try s.run()
+        let first = try s.runJSON()
         #expect(first.status == 1, "\(first.diagnostics)")
         for path in ["big.bin", "hashed.bin"] {
             #expect(!s.exists("t/" + path))
@@ -316,7 +156,7 @@ import PrefetchCore
         }
         s.checkInvariant(allowed)
 
-        let second = try s.run(offset: "+10m")
+        let second = try s.runJSON(offset: "+10m")
         #expect(second.status == 0, "\(second.diagnostics)")
         for path in ["/big.bin", "/hashed.bin"] {
             #expect(s.origin.requests(to: path).dropFirst().first?.header("range") == "bytes=1300000-")
@@ -332,7 +172,7 @@ import PrefetchCore
     /// past it before a power cut) → cut back and resumed; shorter → resumed at its length;
     /// unrecorded, recorded but missing, or recorded for another URL → discarded and started clean.
     @Test func partialsAreTrustedOnlyUpToTheRecordedOffset() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let names = ["long", "short", "unrecorded", "missing", "otherurl"]
         var bodies: [String: [UInt8]] = [:]
         for (index, name) in names.enumerated() {
@@ -354,7 +194,7 @@ import PrefetchCore
                     validators: Validators(etag: "\"otherurl\""), urlHash: String(repeating: "0", count: 64))
         try s.feed(Self.inRun + "resources:\n" + names.map { "  - url: ORIGIN/\($0).bin\n" }.joined())
 
-        let result = try s.run()
+        let result = try s.runJSON()
         #expect(result.status == 0, "\(result.diagnostics)")
         let long = s.origin.requests(to: "/long.bin")
         #expect(long.count == 1)
@@ -374,13 +214,13 @@ import PrefetchCore
 
     /// FAULTS 3: a state.db that cannot be read is moved aside; its partials restart (no crash).
     @Test func anUnreadableStateRestartsPartialsCleanly() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let body = Self.bytes(500_000, seed: 30)
         s.origin.serve("/a.bin", OriginResource(body, etag: "\"v1\""))
         try s.plant("a.bin", bytes: Array(body[0..<200_000]), synced: 200_000, validators: Validators(etag: "\"v1\""))
         try Data(repeating: 0x5A, count: 8192).write(to: s.cache.appendingPathComponent(".prefetch/state.db"))
         try s.feed(Self.inRun + "resources:\n  - url: ORIGIN/a.bin\n")
-        let result = try s.run()
+        let result = try s.runJSON()
         #expect(result.status == 0, "\(result.diagnostics)")
         #expect(result.stderr.contains("cannot be read"))
         #expect(s.origin.requests(to: "/a.bin").count == 1)
@@ -392,12 +232,12 @@ import PrefetchCore
 
     /// FAULTS 4: a retry inside the same run keeps the good bytes — each retry asks for the rest.
     @Test func aRetryInTheSameRunKeepsTheGoodBytes() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let body = Self.bytes(1_000_000, seed: 40)
         s.origin.serve("/a.bin", OriginResource(body, etag: "\"v1\""))
         s.origin.inject("/a.bin", [.cutAfter(300_000), .cutAfter(300_000)])
         try s.feed(Self.inRun + "resources:\n  - url: ORIGIN/a.bin\n")
-        let result = try s.run()
+        let result = try s.runJSON()
         #expect(result.status == 0, "\(result.diagnostics)")
         let requests = s.origin.requests(to: "/a.bin")
         #expect(requests.map { $0.header("range") } == [nil, "bytes=300000-", "bytes=600000-"])
@@ -414,13 +254,13 @@ import PrefetchCore
     /// FAULTS 5: the server ignores Range and answers 200 with the whole body → restart from zero,
     /// never append (the planted partial is garbage, so keeping any of it would show).
     @Test func aServerThatIgnoresRangeRestartsFromZero() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let body = Self.bytes(1_000_000, seed: 50)
         s.origin.serve("/a.bin", OriginResource(body, etag: "\"v1\""))
         s.origin.inject("/a.bin", [.ignoreRange])
         try s.plant("a.bin", bytes: Self.bytes(400_000, seed: 51), synced: 400_000, validators: Validators(etag: "\"v1\""))
         try s.feed(Self.inRun + "resources:\n  - url: ORIGIN/a.bin\n")
-        let result = try s.run()
+        let result = try s.runJSON()
         #expect(result.status == 0, "\(result.diagnostics)")
         let requests = s.origin.requests(to: "/a.bin")
         #expect(requests.count == 1)
@@ -438,7 +278,7 @@ import PrefetchCore
     /// it; nor one that carries fewer bytes than its range says. What arrived is kept, and the
     /// next attempt asks for the rest.
     @Test func aPartialResponseIsNeverTakenForTheWholeFile() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         // Text, so the injected 206 bodies below are exactly the files' first bytes.
         let a = Array((0..<500).map { String(format: "a%08d\n", $0) }.joined().utf8)
         let b = Array((0..<500).map { String(format: "b%08d\n", $0) }.joined().utf8)
@@ -449,12 +289,12 @@ import PrefetchCore
         s.origin.inject("/b.bin", [.status(206, body: headB, headers: [("Content-Range", "bytes 0-999/5000"), ("ETag", "\"b1\"")])])
         try s.feed(Self.nextRun + "resources:\n  - url: ORIGIN/a.bin\n  - url: ORIGIN/b.bin\n")
         let allowed = ["t/a.bin": [a], "t/b.bin": [b]]
-        let first = try s.run()
+        let first = try s.runJSON()
         #expect(first.status == 1, "\(first.diagnostics)")
         #expect(!s.exists("t/a.bin") && !s.exists("t/b.bin"), "\(first.diagnostics)")
         s.checkInvariant(allowed)
 
-        let second = try s.run(offset: "+10m")
+        let second = try s.runJSON(offset: "+10m")
         #expect(first.failure("a.bin")?.contains("no total length") == true, "\(first.diagnostics)")
         #expect(second.status == 0, "\(second.diagnostics)")
         for path in ["/a.bin", "/b.bin"] {  // the 10 bytes that came are kept: the rest is asked for
@@ -468,12 +308,12 @@ import PrefetchCore
     /// calls no write callback, and still means "the file is now empty" — the planted
     /// partial must not be placed as if it were the answer.
     @Test func anEmpty200ToARangedRequestIsAnEmptyFile() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         s.origin.serve("/a.bin", OriginResource([], etag: "\"v1\""))
         s.origin.inject("/a.bin", [.ignoreRange])
         try s.plant("a.bin", bytes: Self.bytes(400_000, seed: 52), synced: 400_000, validators: Validators(etag: "\"v1\""))
         try s.feed(Self.inRun + "resources:\n  - url: ORIGIN/a.bin\n")
-        let result = try s.run()
+        let result = try s.runJSON()
         #expect(result.status == 0, "\(result.diagnostics)")
         #expect(s.origin.requests(to: "/a.bin").first?.header("range") == "bytes=400000-")
         #expect(s.size("t/a.bin") == 0)
@@ -484,16 +324,16 @@ import PrefetchCore
     /// FAULTS 6: If-Range no longer matches (new ETag) → 200 with the new version → replaced
     /// cleanly, new validators recorded (the next revalidation sends them).
     @Test func aNewVersionReplacesAPartialOfTheOldOne() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let v1 = Self.bytes(1_000_000, seed: 60), v2 = Self.bytes(900_000, seed: 61)
         s.origin.serve("/a.bin", OriginResource(v1, etag: "\"v1\""))
         s.origin.inject("/a.bin", [.cutAfter(400_000)])
         try s.feed(Self.nextRun + "resources:\n  - url: ORIGIN/a.bin\n")
-        #expect(try s.run().status == 1)
+        #expect(try s.runJSON().status == 1)
         #expect(s.partialSize("a.bin") == 400_000)
 
         s.origin.serve("/a.bin", OriginResource(v2, etag: "\"v2\""))
-        let second = try s.run(offset: "+10m")
+        let second = try s.runJSON(offset: "+10m")
         #expect(second.status == 0, "\(second.diagnostics)")
         let resume = try #require(s.origin.requests(to: "/a.bin").last)
         #expect(resume.header("range") == "bytes=400000-" && resume.header("if-range") == "\"v1\"")
@@ -503,7 +343,7 @@ import PrefetchCore
         s.checkInvariant(["t/a.bin": [v2]])
 
         // Stale later: revalidated with the new version's ETag → 304.
-        let third = try s.run(offset: "+3h")
+        let third = try s.runJSON(offset: "+3h")
         #expect(third.status == 0, "\(third.diagnostics)")
         #expect(s.origin.requests(to: "/a.bin").last?.header("if-none-match") == "\"v2\"")
         #expect(!third.events("fresh", "a.bin").isEmpty)
@@ -515,7 +355,7 @@ import PrefetchCore
     /// keep filing against downloaders: the partial restarts from zero instead, and only the new
     /// version, whole, is placed.
     @Test func aRangeOfAnotherVersionIsNeverAppended() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let v1 = Array((0..<500).map { String(format: "1%08d\n", $0) }.joined().utf8)
         let v2 = Array((0..<500).map { String(format: "2%08d\n", $0) }.joined().utf8)
         s.origin.serve("/a.bin", OriginResource(v2, etag: "\"v2\""))
@@ -523,7 +363,7 @@ import PrefetchCore
         s.origin.inject("/a.bin", [.status(206, body: tail, headers: [("Content-Range", "bytes 4000-4999/5000"), ("ETag", "\"v2\"")])])
         try s.plant("a.bin", bytes: Array(v1[0..<4_000]), synced: 4_000, validators: Validators(etag: "\"v1\""))
         try s.feed(Self.inRun + "resources:\n  - url: ORIGIN/a.bin\n")
-        let result = try s.run()
+        let result = try s.runJSON()
         #expect(result.status == 0, "\(result.diagnostics)")
         let requests = s.origin.requests(to: "/a.bin")
         #expect(requests.first?.header("if-range") == "\"v1\"")
@@ -535,15 +375,15 @@ import PrefetchCore
     /// FAULTS 7: a weak ETag never goes into If-Range; Last-Modified is used when present,
     /// otherwise the transfer restarts from zero.
     @Test func weakETagsAreNeverUsedInIfRange() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let a = Self.bytes(1_000_000, seed: 70), b = Self.bytes(1_000_000, seed: 71)
         s.origin.serve("/a.bin", OriginResource(a, etag: "W/\"a1\"", lastModified: Self.modified))
         s.origin.serve("/b.bin", OriginResource(b, etag: "W/\"b1\""))
         s.origin.inject("/a.bin", [.cutAfter(400_000)])
         s.origin.inject("/b.bin", [.cutAfter(400_000)])
         try s.feed(Self.nextRun + "resources:\n  - url: ORIGIN/a.bin\n  - url: ORIGIN/b.bin\n")
-        #expect(try s.run().status == 1)
-        let result = try s.run(offset: "+10m")
+        #expect(try s.runJSON().status == 1)
+        let result = try s.runJSON(offset: "+10m")
         #expect(result.status == 0, "\(result.diagnostics)")
         let resumeA = try #require(s.origin.requests(to: "/a.bin").last)
         #expect(resumeA.header("range") == "bytes=400000-")
@@ -561,7 +401,7 @@ import PrefetchCore
     /// FAULTS 8: no validators at all → resume only when a sha256 checks the result (and a resume
     /// that produced the wrong bytes is caught by it); without sha256 restart from zero.
     @Test func withoutValidatorsResumeOnlyWithASha256() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let a = Self.bytes(1_000_000, seed: 80), b = Self.bytes(1_000_000, seed: 81)
         let c1 = Self.bytes(1_000_000, seed: 82), c2 = Self.bytes(1_000_000, seed: 83)
         s.origin.serve("/a.bin", OriginResource(a))
@@ -577,10 +417,10 @@ import PrefetchCore
                 sha256: \(Self.sha(c1))
 
             """)
-        #expect(try s.run().status == 1)
+        #expect(try s.runJSON().status == 1)
         // c changes behind the same URL, with no validator to notice it.
         s.origin.serve("/c.bin", OriginResource(c2))
-        let result = try s.run(offset: "+10m")
+        let result = try s.runJSON(offset: "+10m")
         let resumeA = try #require(s.origin.requests(to: "/a.bin").last)
         #expect(resumeA.header("range") == "bytes=400000-")
         #expect(resumeA.header("if-range") == nil)
@@ -597,7 +437,7 @@ import PrefetchCore
     /// FAULTS 9: 416 with `bytes */L` and L the bytes on disk → verified (sha256 when known) and
     /// finalized; a 416 that does not fit the partial restarts it.
     @Test func a416WithTheWholeFileOnDiskFinalizes() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let a = Self.bytes(200_000, seed: 90), b = Self.bytes(200_000, seed: 91)
         let c = Self.bytes(300_000, seed: 92), d = Self.bytes(200_000, seed: 93)
         s.origin.serve("/a.bin", OriginResource(a, etag: "\"a\""))
@@ -621,7 +461,7 @@ import PrefetchCore
               - url: ORIGIN/d.bin
 
             """)
-        let result = try s.run()
+        let result = try s.runJSON()
         #expect(result.status == 1, "\(result.diagnostics)")  // b's checksum fails
         #expect(s.origin.requests(to: "/a.bin").map { $0.header("range") } == ["bytes=200000-"])
         #expect(s.digest("t/a.bin") == Self.sha(a))
@@ -638,13 +478,13 @@ import PrefetchCore
     /// partial, but its ETag names a new version of the same length. The bytes on disk are the old
     /// version's: they are not placed; the file restarts from zero.
     @Test func a416OfAnotherVersionDoesNotFinalizeTheOldBytes() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let v1 = Self.bytes(5_000, seed: 95), v2 = Self.bytes(5_000, seed: 96)
         s.origin.serve("/e.bin", OriginResource(v2, etag: "\"e2\""))
         s.origin.inject("/e.bin", [.status(416, headers: [("Content-Range", "bytes */5000"), ("ETag", "\"e2\"")])])
         try s.plant("e.bin", bytes: v1, synced: 5_000, validators: Validators(etag: "\"e1\""))
         try s.feed(Self.inRun + "resources:\n  - url: ORIGIN/e.bin\n")
-        let result = try s.run()
+        let result = try s.runJSON()
         #expect(result.status == 0, "\(result.diagnostics)")
         #expect(s.origin.requests(to: "/e.bin").map { $0.header("range") } == ["bytes=5000-", nil])
         #expect(s.digest("t/e.bin") == Self.sha(v2))
@@ -655,14 +495,14 @@ import PrefetchCore
 
     /// Connections are reused: 20 files at 2-way arrive over at most two connections.
     @Test func connectionsAreReused() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         var yaml = "limits: { concurrency: 2 }\nresources:\n"
         for i in 0..<20 {
             s.origin.serve("/k\(i).bin", OriginResource(Self.bytes(2_000, seed: UInt64(700 + i)), etag: "\"k\(i)\""))
             yaml += "  - url: ORIGIN/k\(i).bin\n"
         }
         try s.feed(yaml)
-        let result = try s.run()
+        let result = try s.runJSON()
         #expect(result.status == 0, "\(result.diagnostics)")
         let requests = s.origin.requests
         #expect(requests.count == 20)
@@ -672,17 +512,17 @@ import PrefetchCore
     /// `http_proxy` and `no_proxy` are honoured as curl honours them: through the proxy a
     /// host that does not even resolve is fetched; listed in `no_proxy`, it is not.
     @Test func proxiesFollowTheEnvironment() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let body = Self.bytes(5_000, seed: 800)
         s.origin.serve("/p.bin", OriginResource(body, etag: "\"p\""))  // the origin plays the proxy
         try s.feed(Self.nextRun + "resources:\n  - url: http://files.example.invalid/p.bin\n")
-        let proxied = try s.run(environment: ["http_proxy": s.origin.url("")])
+        let proxied = try s.runJSON(environment: ["http_proxy": s.origin.url("")])
         #expect(proxied.status == 0, "\(proxied.diagnostics)")
         #expect(s.digest("t/p.bin") == Self.sha(body))
         #expect(s.origin.requests(to: "/p.bin").first?.header("host") == "files.example.invalid")
 
         try s.feed(Self.nextRun + "resources:\n  - url: http://files.example.invalid/p.bin\n  - url: http://files.example.invalid/q.bin\n")
-        let direct = try s.run(environment: ["http_proxy": s.origin.url(""), "no_proxy": "files.example.invalid"])
+        let direct = try s.runJSON(environment: ["http_proxy": s.origin.url(""), "no_proxy": "files.example.invalid"])
         #expect(direct.status == 1)  // q.bin: nothing resolves that name without the proxy
         #expect(s.origin.requests(to: "/q.bin").isEmpty)
         #expect(!s.exists("t/q.bin"))
@@ -693,16 +533,16 @@ import PrefetchCore
     /// FAULTS 10: a stale copy is revalidated with If-None-Match (and If-Modified-Since); the 304
     /// leaves the file untouched — same inode, same mtime — and records only its freshness.
     @Test func aStaleCopyRevalidatesAndA304LeavesItUntouched() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let body = Self.bytes(300_000, seed: 100)
         s.origin.serve("/a.bin", OriginResource(body, etag: "\"v1\"", lastModified: Self.modified))
         try s.feed(Self.inRun + "refresh: 1h\nresources:\n  - url: ORIGIN/a.bin\n")
-        #expect(try s.run().status == 0)
+        #expect(try s.runJSON().status == 0)
         let before = try #require(s.stat("t/a.bin"))
         let validatedBefore = try #require(s.resourceState("a.bin")?.validatedAt)
         let partialFolderBefore = try #require(s.stat(".prefetch/partial"))
 
-        let again = try s.run(offset: "+2h")
+        let again = try s.runJSON(offset: "+2h")
         #expect(again.status == 0, "\(again.diagnostics)")
         let request = try #require(s.origin.requests(to: "/a.bin").last)
         #expect(s.origin.requests(to: "/a.bin").count == 2)
@@ -727,14 +567,14 @@ import PrefetchCore
     /// A cached copy cut short or overwritten since it was placed (another program, a bad disk) is
     /// not revalidated, since a 304 would keep it: it is fetched whole and replaced.
     @Test func aCopyDamagedOnDiskIsFetchedAgainNotRevalidated() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let body = Self.bytes(50_000, seed: 140)
         s.origin.serve("/a.bin", OriginResource(body, etag: "\"v1\""))
         s.origin.serve("/b.bin", OriginResource(body, etag: "\"v1\""))
         try s.feed(Self.inRun + "refresh: 1h\nresources:\n  - url: ORIGIN/a.bin\n  - url: ORIGIN/b.bin\n")
-        #expect(try s.run().status == 0)
+        #expect(try s.runJSON().status == 0)
         try Data(body[0..<20_000]).write(to: s.cache.appendingPathComponent("t/a.bin"))  // cut short
-        let again = try s.run(offset: "+2h")
+        let again = try s.runJSON(offset: "+2h")
         #expect(again.status == 0, "\(again.diagnostics)")
         #expect(s.origin.requests(to: "/a.bin").last?.header("if-none-match") == nil)
         #expect(s.origin.requests(to: "/b.bin").last?.header("if-none-match") == "\"v1\"")  // the intact copy: revalidated
@@ -746,17 +586,17 @@ import PrefetchCore
     /// A machine whose clock was a year ahead when it fetched, and was then set right: its copies
     /// are not taken as fresh until the clock catches up; the next run revalidates them (304).
     @Test func aClockSetBackDoesNotFreezeTheCache() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let body = Self.bytes(10_000, seed: 130)
         s.origin.serve("/a.bin", OriginResource(body, etag: "\"v1\""))
         try s.feed(Self.inRun + "refresh: 1h\nresources:\n  - url: ORIGIN/a.bin\n")
-        #expect(try s.run(offset: "+365d").status == 0)
-        let now = try s.run()
+        #expect(try s.runJSON(offset: "+365d").status == 0)
+        let now = try s.runJSON()
         #expect(now.status == 0, "\(now.diagnostics)")
         #expect(s.origin.requests(to: "/a.bin").count == 2, "\(now.diagnostics)")
         #expect(s.origin.requests(to: "/a.bin").last?.header("if-none-match") == "\"v1\"")
         #expect(!now.events("fresh", "a.bin").isEmpty)
-        let later = try s.run(offset: "+10m")  // and from then on, refresh counts from the real clock
+        let later = try s.runJSON(offset: "+10m")  // and from then on, refresh counts from the real clock
         #expect(later.status == 0 && s.origin.requests(to: "/a.bin").count == 2, "\(later.diagnostics)")
         s.checkInvariant(["t/a.bin": [body]])
     }
@@ -764,23 +604,23 @@ import PrefetchCore
     /// FAULTS 11: a 304 to a request while a partial exists is not "complete": the previous good
     /// copy stays, the partial is not placed, the new version arrives later.
     @Test func a304WhileAPartialExistsIsNotComplete() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let v1 = Self.bytes(300_000, seed: 110), v2 = Self.bytes(1_000_000, seed: 111)
         s.origin.serve("/a.bin", OriginResource(v1, etag: "\"v1\""))
         try s.feed(Self.nextRun + "refresh: 1h\nresources:\n  - url: ORIGIN/a.bin\n")
-        #expect(try s.run().status == 0)
+        #expect(try s.runJSON().status == 0)
         // v2 arrives cut at 40%; the resume of that partial gets a 304.
         s.origin.serve("/a.bin", OriginResource(v2, etag: "\"v2\""))
         s.origin.inject("/a.bin", [.cutAfter(400_000), .status(304, headers: [("ETag", "\"v2\"")])])
-        #expect(try s.run(offset: "+2h").status == 1)
+        #expect(try s.runJSON(offset: "+2h").status == 1)
         #expect(s.partialSize("a.bin") == 400_000)
-        let second = try s.run(offset: "+2h10m")
+        let second = try s.runJSON(offset: "+2h10m")
         #expect(s.origin.requests(to: "/a.bin").last?.header("range") == "bytes=400000-")
         #expect(second.status == 1, "a 304 to a ranged request was taken as success\n\(second.diagnostics)")
         #expect(second.events("fresh", "a.bin").isEmpty && second.events("placed", "a.bin").isEmpty)
         #expect(s.digest("t/a.bin") == Self.sha(v1))  // the previous good copy, untouched
         s.checkInvariant(["t/a.bin": [v1, v2]])
-        let third = try s.run(offset: "+3h")
+        let third = try s.runJSON(offset: "+3h")
         #expect(third.status == 0, "\(third.diagnostics)")
         #expect(s.digest("t/a.bin") == Self.sha(v2))
         #expect(s.partials.isEmpty)
@@ -791,16 +631,16 @@ import PrefetchCore
 
     /// FAULTS 12: a body shorter than its Content-Length is a partial, kept and resumed later.
     @Test func aBodyShorterThanContentLengthIsKeptAndResumed() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let body = Self.bytes(600_000, seed: 120)
         s.origin.serve("/a.bin", OriginResource(body, etag: "\"v1\""))
         s.origin.inject("/a.bin", [.announceLength(1_000_000)])
         try s.feed(Self.nextRun + "resources:\n  - url: ORIGIN/a.bin\n")
-        let first = try s.run()
+        let first = try s.runJSON()
         #expect(first.status == 1, "\(first.diagnostics)")
         #expect(!s.exists("t/a.bin"))
         #expect(s.partialSize("a.bin") == 600_000)
-        let second = try s.run(offset: "+10m")
+        let second = try s.runJSON(offset: "+10m")
         #expect(second.status == 0, "\(second.diagnostics)")
         let resume = try #require(s.origin.requests(to: "/a.bin").last)
         #expect(resume.header("range") == "bytes=600000-" && resume.header("if-range") == "\"v1\"")
@@ -812,7 +652,7 @@ import PrefetchCore
     /// is cut off and discarded, not retried in the run, and the error names the cap; a body
     /// shorter than `size` is not placed either.
     @Test func bodiesOverTheirCapAreCutOffAndDiscarded() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         try s.dir.write("config.yaml", "max_size: 8KiB\n")
         let bodies: [String: [UInt8]] = [
             "size": Self.bytes(5_000, seed: 130), "maxsize": Self.bytes(10_000, seed: 131),
@@ -833,7 +673,7 @@ import PrefetchCore
                 size: 1000
 
             """)
-        let result = try s.run(config: "config.yaml")
+        let result = try s.runJSON(config: "config.yaml")
         #expect(result.status == 1, "\(result.diagnostics)")
         for name in bodies.keys {
             #expect(!s.exists("t/\(name).bin"), "\(name) was placed")
@@ -854,7 +694,7 @@ import PrefetchCore
     /// FAULTS 14: a captive-portal page instead of the content is caught by `size`/`sha256`, never
     /// placed, and its ETag is not recorded (the next run does not send `If-None-Match: "portal"`).
     @Test func aCaptivePortalPageIsNeverPlacedNorItsETagRecorded() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let a = Self.bytes(50_000, seed: 140), b = Self.bytes(50_000, seed: 141)
         s.origin.serve("/a.bin", OriginResource(a, etag: "\"a1\""))
         s.origin.serve("/b.bin", OriginResource(b, etag: "\"b1\""))
@@ -869,7 +709,7 @@ import PrefetchCore
                 sha256: \(Self.sha(b))
 
             """)
-        let first = try s.run()
+        let first = try s.runJSON()
         #expect(first.status == 1, "\(first.diagnostics)")
         #expect(!s.exists("t/a.bin") && !s.exists("t/b.bin"))
         #expect(s.partials.isEmpty)
@@ -878,7 +718,7 @@ import PrefetchCore
             #expect(state?.validators.etag != "\"portal\"" && state?.partial?.validators.etag != "\"portal\"", "\(path)")
         }
         s.checkInvariant(["t/a.bin": [a], "t/b.bin": [b]])
-        let second = try s.run(offset: "+10m")
+        let second = try s.runJSON(offset: "+10m")
         #expect(second.status == 0, "\(second.diagnostics)")
         for request in s.origin.requests {
             #expect(request.header("if-none-match") != "\"portal\"" && request.header("if-range") != "\"portal\"")
@@ -890,19 +730,19 @@ import PrefetchCore
     /// FAULTS 14 with a good copy in place: the portal page never replaces it, and the next
     /// revalidation still sends the good copy's ETag.
     @Test func aCaptivePortalPageNeverReplacesTheGoodCopy() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let body = Self.bytes(50_000, seed: 142)
         s.origin.serve("/a.bin", OriginResource(body, etag: "\"v1\""))
         try s.feed(Self.inRun + "refresh: 1h\nresources:\n  - url: ORIGIN/a.bin\n    size: 50000\n    sha256: \(Self.sha(body))\n")
-        #expect(try s.run().status == 0)
+        #expect(try s.runJSON().status == 0)
         let before = try #require(s.stat("t/a.bin"))
         s.origin.inject("/a.bin", [.htmlInsteadOfContent])
-        let portal = try s.run(offset: "+2h")
+        let portal = try s.runJSON(offset: "+2h")
         #expect(portal.status == 1, "\(portal.diagnostics)")
         #expect(s.stat("t/a.bin")?.st_ino == before.st_ino)
         #expect(s.digest("t/a.bin") == Self.sha(body))
         #expect(s.resourceState("a.bin")?.validators.etag == "\"v1\"")
-        let later = try s.run(offset: "+4h")
+        let later = try s.runJSON(offset: "+4h")
         #expect(later.status == 0, "\(later.diagnostics)")
         #expect(s.origin.requests(to: "/a.bin").last?.header("if-none-match") == "\"v1\"")
         #expect(!later.events("fresh", "a.bin").isEmpty)
@@ -912,14 +752,14 @@ import PrefetchCore
 
     /// FAULTS 15: every request — first, resumed, conditional — asks for `Accept-Encoding: identity`.
     @Test func everyRequestAsksForTheIdentityEncoding() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let body = Self.bytes(500_000, seed: 150)
         s.origin.serve("/a.bin", OriginResource(body, etag: "\"v1\""))
         s.origin.inject("/a.bin", [.cutAfter(200_000)])
         try s.feed(Self.nextRun + "refresh: 1h\nresources:\n  - url: ORIGIN/a.bin\n")
-        _ = try s.run()
-        #expect(try s.run(offset: "+10m").status == 0)
-        #expect(try s.run(offset: "+3h").status == 0)
+        _ = try s.runJSON()
+        #expect(try s.runJSON(offset: "+10m").status == 0)
+        #expect(try s.runJSON(offset: "+3h").status == 0)
         let requests = s.origin.requests(to: "/a.bin")
         #expect(requests.count == 3)
         #expect(requests.map { $0.header("accept-encoding") } == ["identity", "identity", "identity"])
@@ -935,10 +775,10 @@ import PrefetchCore
     /// is checked deterministically by `hashingLeftByADroppedWriterIsWaitedFor`.
     @Test func aLargeHashedBodyOfTheWrongLengthFailsCleanly() throws {
         let body = Self.bytes(8 << 20, seed: 150)
-        let s = try Scenario()
+        let s = try FaultHarness()
         s.origin.serve("/big.bin", OriginResource(body, etag: "\"b1\""))
         try s.feed(Self.nextRun + "resources:\n  - url: ORIGIN/big.bin\n    size: 9000000\n    sha256: \(Self.sha(body))\n")
-        let result = try s.run()
+        let result = try s.runJSON()
         #expect(result.status == 1, "\(result.diagnostics)")
         #expect(result.failure("big.bin")?.contains("size mismatch") == true, "\(result.diagnostics)")
         #expect(!s.exists("t/big.bin"))
@@ -950,7 +790,7 @@ import PrefetchCore
     /// FAULTS 16: 429/503 with Retry-After in seconds or as an HTTP-date → wait that long (capped
     /// at max_backoff), then retry in the run.
     @Test func retryAfterIsHonouredAndCapped() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let bodies = (0..<3).map { Self.bytes(10_000, seed: 160 + UInt64($0)) }
         for (index, name) in ["a", "b", "c"].enumerated() { s.origin.serve("/\(name).bin", OriginResource(bodies[index], etag: "\"\(name)\"")) }
         s.origin.inject("/a.bin", [.status(429, headers: [("Retry-After", "2")])])
@@ -958,7 +798,7 @@ import PrefetchCore
         s.origin.inject("/c.bin", [.status(503, headers: [("Retry-After", "3600")])])
         try s.feed("retry: { attempts: 5, backoff: 1s, max_backoff: 3s }\nlimits: { concurrency: 8 }\nresources:\n"
                    + "  - url: ORIGIN/a.bin\n  - url: ORIGIN/b.bin\n  - url: ORIGIN/c.bin\n")
-        let result = try s.run()
+        let result = try s.runJSON()
         #expect(result.status == 0, "\(result.diagnostics)")
         func wait(_ path: String) -> Int? { result.retries(path).first?["retry_in_s"] as? Int }
         #expect(wait("a.bin") == 2, "\(result.diagnostics)")
@@ -975,7 +815,7 @@ import PrefetchCore
     /// FAULTS 16: 500/502/504 (and 408, as curl --retry) → backoff and retry; 404/410/401/403 → one request, reported, exit 1;
     /// no error body ever lands.
     @Test func serverErrorsBackOffAndClientErrorsAreNotRetried() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let codes = [500, 502, 504, 408, 404, 410, 401, 403]
         var bodies: [Int: [UInt8]] = [:]
         for code in codes {
@@ -984,7 +824,7 @@ import PrefetchCore
             s.origin.inject("/e\(code).bin", [.status(code, body: "<html>error \(code)</html>", headers: [("Content-Type", "text/html")])])
         }
         try s.feed(Self.inRun + "resources:\n" + codes.map { "  - url: ORIGIN/e\($0).bin\n" }.joined())
-        let result = try s.run()
+        let result = try s.runJSON()
         #expect(result.status == 1, "\(result.diagnostics)")
         for code in [500, 502, 504, 408] {
             #expect(s.origin.requests(to: "/e\(code).bin").count == 2, "\(code)")
@@ -1005,18 +845,18 @@ import PrefetchCore
     /// an always-500 origin with `attempts: 3` sees exactly 3 requests in the run, and
     /// the plan says the run gave up, until the next release.
     @Test func exhaustedAttemptsMarkTheResourceFailed() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         s.origin.serve("/x.bin", OriginResource(Self.bytes(1000, seed: 280)))
         s.origin.inject("/x.bin", Array(repeating: .status(500), count: 10))
         try s.feed("retry: { attempts: 3, backoff: 1s, max_backoff: 1s }\nrefresh: 1h\nresources:\n  - url: ORIGIN/x.bin\n")
-        let result = try s.run()
+        let result = try s.runJSON()
         #expect(result.status == 1, "\(result.diagnostics)")
         #expect(s.origin.requests(to: "/x.bin").count == 3)
         #expect(result.retries("x.bin").count == 2)
         #expect(result.failure("x.bin")?.contains("HTTP 500") == true)
         let plan = try BinaryRunner.run(["plan", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"], in: s.dir.url)
         #expect(plan.stdout.contains("gave up after 3 attempts"), "\(plan.stdout)")
-        let again = try s.run()
+        let again = try s.runJSON()
         #expect(s.origin.requests(to: "/x.bin").count == 3, "a run in the same release tried again")
         #expect(again.status == 0)
     }
@@ -1024,7 +864,7 @@ import PrefetchCore
     /// SPEC §5 `connect_timeout`: a server that accepts the TCP connection but never answers
     /// the TLS handshake is given up on after the timeout, not after the stall timeout.
     @Test func connectTimeoutCutsAHandshakeThatNeverEnds() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(listener) }
         var address = sockaddr_in()
@@ -1039,7 +879,7 @@ import PrefetchCore
         try s.feed("retry: { attempts: 1 }\nlimits: { connect_timeout: 2s, stall_timeout: 1m }\nresources:\n"
                    + "  - url: https://127.0.0.1:\(port)/silent.bin\n")
         let started = Date()
-        let result = try s.run(timeout: 20)
+        let result = try s.runJSON(timeout: 20)
         let seconds = Date().timeIntervalSince(started)
         #expect(result.status == 1, "\(result.diagnostics)")
         #expect(seconds >= 1.5 && seconds < 10, "gave up after \(seconds) s")
@@ -1050,16 +890,16 @@ import PrefetchCore
     /// is fetched afresh, unconditionally, at once (reason `changed`), not revalidated with
     /// the old URL's validators.
     @Test func aChangedURLIsFetchedAfresh() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let v1 = Self.bytes(2000, seed: 290), v2 = Self.bytes(3000, seed: 291)
         s.origin.serve("/u.bin", OriginResource(v1, etag: "\"u1\""))
         s.origin.serve("/v2/u.bin", OriginResource(v2, etag: "\"u2\""))
         try s.feed(Self.nextRun + "refresh: 1d\nresources:\n  - { url: \"ORIGIN/u.bin?sig=1\", path: u.bin }\n")
-        #expect(try s.run().status == 0)
+        #expect(try s.runJSON().status == 0)
         #expect(s.digest("t/u.bin") == Self.sha(v1))
         try s.feed(Self.nextRun + "refresh: 1d\nresources:\n  - { url: \"ORIGIN/v2/u.bin?sig=1\", path: u.bin }\n")
         #expect(try s.plan().first?["reason"] as? String == "changed")
-        let changed = try s.run()
+        let changed = try s.runJSON()
         #expect(changed.status == 0, "\(changed.diagnostics)")
         let request = try #require(s.origin.requests.last)
         #expect(request.path == "/v2/u.bin?sig=1" && request.header("if-none-match") == nil, "\(request.path) \(request.headers)")
@@ -1070,15 +910,15 @@ import PrefetchCore
     /// the copy stays fresh until `refresh` says otherwise, and is then revalidated at the new
     /// URL with its validators, not fetched again.
     @Test func aRotatedQueryTokenIsNoChange() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let v1 = Self.bytes(2000, seed: 292)
         s.origin.serve("/u.bin", OriginResource(v1, etag: "\"u1\""))
         try s.feed(Self.nextRun + "refresh: 1h\nresources:\n  - { url: \"ORIGIN/u.bin?sig=1\", path: u.bin }\n")
-        #expect(try s.run().status == 0)
+        #expect(try s.runJSON().status == 0)
         try s.feed(Self.nextRun + "refresh: 1h\nresources:\n  - { url: \"ORIGIN/u.bin?sig=2\", path: u.bin }\n")
-        let same = try s.run()
+        let same = try s.runJSON()
         #expect(same.status == 0 && s.origin.requests.count == 1, "fresh: nothing asked")
-        let later = try s.run(offset: "+2h")
+        let later = try s.runJSON(offset: "+2h")
         #expect(later.status == 0, "\(later.diagnostics)")
         let request = try #require(s.origin.requests.last)
         #expect(request.path == "/u.bin?sig=2" && request.header("if-none-match") == "\"u1\"", "\(request.path) \(request.headers)")
@@ -1090,11 +930,11 @@ import PrefetchCore
     /// jitter — the n-th consecutive failure waits a uniform draw from [b·2^(n-1)/2, b·2^(n-1)] —
     /// recorded for a later run when longer than 60 s, never marked failed for the release.
     @Test func networkErrorsBackOffExponentiallyWithJitter() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let port = try Self.freePort()  // nobody listens there
         try s.feed(Self.nextRun + "resources:\n  - url: http://127.0.0.1:\(port)/x.bin\n")
         for (index, offset) in [0, 600, 2400].enumerated() {
-            let result = try s.run(offset: offset == 0 ? nil : "+\(offset)s")
+            let result = try s.runJSON(offset: offset == 0 ? nil : "+\(offset)s")
             let now = Int64(Date().timeIntervalSince1970) + Int64(offset)
             #expect(result.status == 1, "\(result.diagnostics)")
             #expect(result.retries("x.bin").isEmpty)  // ≥ 150 s: not slept through in the run
@@ -1111,14 +951,14 @@ import PrefetchCore
     /// FAULTS 17: a server that stalls, or trickles under 1 KiB/s, is aborted after `stall_timeout`
     /// and the transfer resumes from what arrived.
     @Test func aStalledOrTricklingServerIsAbortedAndResumed() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let a = Self.bytes(300_000, seed: 170), b = Self.bytes(300_000, seed: 171)
         s.origin.serve("/a.bin", OriginResource(a, etag: "\"a\""))
         s.origin.serve("/b.bin", OriginResource(b, etag: "\"b\""))
         s.origin.inject("/a.bin", [.stallAfter(500, seconds: 30)])
         s.origin.inject("/b.bin", [.trickle(bytesPerSecond: 300)])
         try s.feed(Self.inRun + "resources:\n  - url: ORIGIN/a.bin\n  - url: ORIGIN/b.bin\n")
-        let result = try s.run()
+        let result = try s.runJSON()
         #expect(result.status == 0, "\(result.diagnostics)")
         #expect(result.seconds < 15, "the stall was not cut short (\(result.seconds) s)")
         #expect(s.origin.requests(to: "/a.bin").map { $0.header("range") } == [nil, "bytes=500-"])
@@ -1135,19 +975,19 @@ import PrefetchCore
     /// for its backoff. (The failure was once recorded against the old URL's record and then
     /// ignored, so every run asked the failing URL again at once.)
     @Test func aFailingNewURLBacksOffAndKeepsTheOldCopy() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let old = Self.bytes(20_000, seed: 180)
         s.origin.serve("/v1/a.bin", OriginResource(old, etag: "\"a1\""))
         s.origin.serve("/v1/b.bin", OriginResource(old, etag: "\"b1\""))
         let settings = "retry: { attempts: 5, backoff: 5m, max_backoff: 1h }\nrefresh: 1d\n"
         try s.feed(settings + "resources:\n  - url: ORIGIN/v1/a.bin\n    path: a.bin\n  - url: ORIGIN/v1/b.bin\n    path: b.bin\n")
-        #expect(try s.run().status == 0)
+        #expect(try s.runJSON().status == 0)
 
         // v2/a.bin is not there (404); v2/b.bin answers 503 once.
         s.origin.serve("/v2/b.bin", OriginResource(old, etag: "\"b2\""))
         s.origin.inject("/v2/b.bin", [.status(503)])
         try s.feed(settings + "resources:\n  - url: ORIGIN/v2/a.bin\n    path: a.bin\n  - url: ORIGIN/v2/b.bin\n    path: b.bin\n")
-        let changed = try s.run(offset: "+1m")
+        let changed = try s.runJSON(offset: "+1m")
         #expect(changed.status == 1, "\(changed.diagnostics)")
         #expect(s.origin.requests(to: "/v2/a.bin").count == 1 && s.origin.requests(to: "/v2/b.bin").count == 1)
         #expect(s.origin.requests(to: "/v2/b.bin").first?.header("if-none-match") == nil)  // b1 belongs to the old URL
@@ -1156,11 +996,11 @@ import PrefetchCore
         let plan = try s.plan(offset: "+2m")
         #expect(plan.contains(where: { $0["path"] as? String == "a.bin" && $0["state"] as? String == "failed" }), "\(plan)")
         #expect(plan.contains(where: { $0["path"] as? String == "b.bin" && $0["state"] as? String == "backoff" }), "\(plan)")
-        let early = try s.run(offset: "+2m")
+        let early = try s.runJSON(offset: "+2m")
         #expect(early.status == 0, "\(early.diagnostics)")
         #expect(s.origin.requests(to: "/v2/a.bin").count == 1 && s.origin.requests(to: "/v2/b.bin").count == 1, "asked again before its time")
 
-        let later = try s.run(offset: "+2h")  // b's backoff is over; a waits for the next release
+        let later = try s.runJSON(offset: "+2h")  // b's backoff is over; a waits for the next release
         #expect(later.status == 0, "\(later.diagnostics)")
         #expect(s.origin.requests(to: "/v2/a.bin").count == 1 && s.origin.requests(to: "/v2/b.bin").count == 2)
         #expect(s.digest("t/a.bin") == Self.sha(old) && s.digest("t/b.bin") == Self.sha(old))
@@ -1172,13 +1012,13 @@ import PrefetchCore
     /// fail for that, and certainly not as a permanent failure: it was given up on until the
     /// next release, with libcurl's "bad argument" as its reason.
     @Test func aHandleLeftByAFailedLookupServesTheNextTransfer() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let body = Self.bytes(30_000, seed: 170)
         s.origin.serve("/y.bin", OriginResource(body, etag: "\"y1\""))
         // One at a time, so y takes the handle x's lookup left.
         try s.feed("retry: { attempts: 5, backoff: 5m, max_backoff: 1h }\nlimits: { concurrency: 1 }\n"
                    + "resources:\n  - url: http://nonexistent.invalid/x.bin\n  - url: ORIGIN/y.bin\n")
-        let result = try s.run()
+        let result = try s.runJSON()
         #expect(result.status == 1, "\(result.diagnostics)")
         #expect(result.failure("x.bin")?.contains("resolve") == true, "\(result.diagnostics)")
         #expect(result.events("failed", "y.bin").isEmpty, "\(result.diagnostics)")
@@ -1191,7 +1031,7 @@ import PrefetchCore
     /// FAULTS 18: redirects to file:// or ftp:// are refused; a loop and a chain longer than
     /// max_redirects fail, bounded and reported; a short redirect is followed.
     @Test func redirectsToOtherSchemesAndLoopsAreRefused() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let ok = Self.bytes(1000, seed: 180)
         s.origin.inject("/file.bin", Array(repeating: .redirect("file:///etc/passwd"), count: 5))
         s.origin.inject("/ftp.bin", Array(repeating: .redirect("ftp://127.0.0.1:\(s.origin.port)/ftp.bin"), count: 5))
@@ -1210,7 +1050,7 @@ import PrefetchCore
               - url: ORIGIN/ok.bin
 
             """)
-        let result = try s.run()
+        let result = try s.runJSON()
         #expect(result.status == 1, "\(result.diagnostics)")
         #expect(result.failure("file.bin")?.contains("refused") == true, "\(result.diagnostics)")
         #expect(result.failure("ftp.bin")?.contains("refused") == true, "\(result.diagnostics)")
@@ -1229,7 +1069,7 @@ import PrefetchCore
     /// FAULTS 18 / SPEC §5: manifest headers go to the resource's own origin only — dropped on a
     /// redirect to another host or port, kept on a redirect within the origin.
     @Test func manifestHeadersNeverFollowARedirectToAnotherHost() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let other = try TestOrigin()
         let bodies = (1...3).map { Self.bytes(2000, seed: 185 + UInt64($0)) }
         s.origin.inject("/h1.bin", [.redirect("http://localhost:\(s.origin.port)/t1.bin")])
@@ -1241,7 +1081,7 @@ import PrefetchCore
         try s.feed(Self.inRun + "resources:\n" + (1...3).map {
             "  - url: ORIGIN/h\($0).bin\n    headers: { X-Token: \"tok-\($0)\" }\n"
         }.joined())
-        let result = try s.run()
+        let result = try s.runJSON()
         #expect(result.status == 0, "\(result.diagnostics)")
         for hop in 1...3 { #expect(s.origin.requests(to: "/h\(hop).bin").first?.header("x-token") == "tok-\(hop)") }
         let t1 = try #require(s.origin.requests(to: "/t1.bin").first)
@@ -1261,7 +1101,7 @@ import PrefetchCore
     /// FAULTS 19: an unknown CA or a wrong host name fails without retry and says why; a server
     /// whose certificate the configured `ca_file` trusts works. Servers: `openssl s_server -WWW`.
     @Test(.enabled(if: FaultTests.hasOpenSSL)) func tlsProblemsFailWithoutRetryAndSayWhy() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let tls = s.dir.url.appendingPathComponent("tls")
         let www = tls.appendingPathComponent("www")
         try FileManager.default.createDirectory(at: www, withIntermediateDirectories: true)
@@ -1299,7 +1139,7 @@ import PrefetchCore
         try s.feed(Self.inRun + "resources:\n" + ["good", "wrongname", "unknownca"].map {
             "  - url: https://127.0.0.1:\(ports[$0]!)/\($0).bin\n"
         }.joined())
-        let result = try s.run(config: "config.yaml")
+        let result = try s.runJSON(config: "config.yaml")
         #expect(result.status == 1, "\(result.diagnostics)")
         #expect(s.digest("t/good.bin") == Self.sha(body), "\(result.diagnostics)")
         for name in ["wrongname", "unknownca"] {
@@ -1374,7 +1214,7 @@ import PrefetchCore
     /// it → a distinct "disk full" error, the batch stops (later resources are never requested),
     /// the previous good file is intact, no attempt is counted.
     @Test(.enabled(if: FaultTests.canMountTmpfs)) func aFullDiskStopsTheBatchAndKeepsTheGoodFile() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let v1 = Self.bytes(1 << 20, seed: 200), v2 = Self.bytes(3 << 20, seed: 201)
         let b = Self.bytes(1000, seed: 202), c = Self.bytes(1000, seed: 203)
         s.origin.serve("/a.bin", OriginResource(v1, etag: "\"v1\""))
@@ -1448,11 +1288,11 @@ import PrefetchCore
     /// FAULTS 21: readers never see a partial — polled throughout a slow update and a slow first
     /// fetch, the final path holds the old version, the new one, or nothing, never anything else.
     @Test func readersNeverSeeAPartialFile() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let v1 = Self.bytes(400_000, seed: 210), v2 = Self.bytes(400_000, seed: 211), b = Self.bytes(400_000, seed: 212)
         s.origin.serve("/a.bin", OriginResource(v1, etag: "\"v1\""))
         try s.feed(Self.inRun + "refresh: 1h\nresources:\n  - url: ORIGIN/a.bin\n")
-        #expect(try s.run().status == 0)
+        #expect(try s.runJSON().status == 0)
         s.origin.serve("/a.bin", OriginResource(v2, etag: "\"v2\""))
         s.origin.serve("/b.bin", OriginResource(b, etag: "\"b\""))
         s.origin.inject("/a.bin", [.trickle(bytesPerSecond: 400_000)])
@@ -1495,20 +1335,20 @@ import PrefetchCore
 
     /// FAULTS 22: a second writer on the same cache exits 75 and touches nothing.
     @Test func aSecondWriterExitsSeventyFiveAndTouchesNothing() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let body = Self.bytes(1000, seed: 220)
         s.origin.serve("/a.bin", OriginResource(body))
         try s.feed(Self.inRun + "resources:\n  - url: ORIGIN/a.bin\n")
         try FileManager.default.createDirectory(at: s.cache.appendingPathComponent(".prefetch"), withIntermediateDirectories: true)
         let lock = open(s.cache.path + "/.prefetch/lock", O_RDWR | O_CREAT, 0o644)
         #expect(flock(lock, LOCK_EX | LOCK_NB) == 0)
-        let result = try s.run()
+        let result = try s.runJSON()
         #expect(result.status == 75, "\(result.diagnostics)")
         #expect(result.stderr.contains("lock"))
         #expect(s.origin.requests.isEmpty)
         #expect(!s.exists("t/a.bin"))
         close(lock)
-        #expect(try s.run().status == 0)
+        #expect(try s.runJSON().status == 0)
         s.checkInvariant(["t/a.bin": [body]])
     }
 
@@ -1516,7 +1356,7 @@ import PrefetchCore
     /// (1 at a time) and feed B (3 at a time) on two origins, under a run-wide cap of 2; on
     /// one transfer thread and on two (each with a share of the caps).
     @Test(arguments: [1, 2]) func feedAndRunConcurrencyCapsHold(threads: Int) throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let other = try TestOrigin()
         try s.dir.write("config.yaml", "concurrency: 2\nper_host: 16\n")
         var a = "name: a\nlimits: { concurrency: 1 }\nresources:\n", b = "name: b\nlimits: { concurrency: 3 }\nresources:\n"
@@ -1530,7 +1370,7 @@ import PrefetchCore
         }
         try s.feed(a, name: "a")
         try s.feed(b, name: "b")
-        let result = try s.run(config: "config.yaml", environment: ["PREFETCH_TRANSFER_THREADS": "\(threads)"])
+        let result = try s.runJSON(config: "config.yaml", environment: ["PREFETCH_TRANSFER_THREADS": "\(threads)"])
         #expect(result.status == 0, "\(result.diagnostics)")
         #expect(s.origin.requests.count == 3 && other.requests.count == 3)
         #expect(s.origin.peakActiveRequests == 1, "feed a (concurrency 1) had \(s.origin.peakActiveRequests) at once")
@@ -1541,10 +1381,10 @@ import PrefetchCore
     /// Query values never show: signed URLs carry tokens there. Output shows `?…`; errors
     /// too; state.db keeps a hash of the URL, not the URL.
     @Test func queryValuesNeverShow() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         s.origin.serve("/ok.bin", OriginResource(Self.bytes(1000, seed: 270)))
         try s.feed(Self.nextRun + "resources:\n  - url: ORIGIN/ok.bin?token=SECRET1\n  - url: ORIGIN/gone.bin?sig=SECRET2\n")
-        let result = try s.run()
+        let result = try s.runJSON()
         #expect(result.status == 1, "\(result.diagnostics)")
         #expect(!result.stdout.contains("SECRET") && !result.stderr.contains("SECRET"), "\(result.diagnostics)")
         #expect(result.events("start", "ok.bin").first?["url"] as? String == s.origin.url("/ok.bin?…"))
@@ -1561,7 +1401,7 @@ import PrefetchCore
     /// origin and 3 on another: never more than 2 requests at once to either), on one transfer
     /// thread and on two.
     @Test(arguments: [1, 2]) func thePerHostCapHolds(threads: Int) throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let other = try TestOrigin()
         try s.dir.write("config.yaml", "per_host: 2\n")
         var allowed: [String: [[UInt8]]] = [:]
@@ -1581,7 +1421,7 @@ import PrefetchCore
             lines += "  - url: \(other.url("/q\(index).bin"))\n"
         }
         try s.feed(Self.inRun + "resources:\n" + lines)
-        let result = try s.run(config: "config.yaml", environment: ["PREFETCH_TRANSFER_THREADS": "\(threads)"])
+        let result = try s.runJSON(config: "config.yaml", environment: ["PREFETCH_TRANSFER_THREADS": "\(threads)"])
         #expect(result.status == 0, "\(result.diagnostics)")
         #expect(s.origin.requests.count == 6 && other.requests.count == 3)
         #expect(s.origin.peakActiveRequests <= 2, "peak \(s.origin.peakActiveRequests) requests at once to one origin")
@@ -1596,7 +1436,7 @@ import PrefetchCore
     /// made once (twice for the retried), the summary adds up, nothing is left half-done, and
     /// the next run revalidates every file with a conditional request answered 304.
     @Test func twoTransferThreadsShareOneQueueAndOneState() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         var yaml = Self.inRun + "refresh: 1h\nresources:\n"
         var allowed: [String: [[UInt8]]] = [:]
         var good: [String] = [], gone: [String] = [], flaky: [String] = []
@@ -1617,7 +1457,7 @@ import PrefetchCore
         }
         try s.feed(yaml)
         let environment = ["PREFETCH_TRANSFER_THREADS": "2"]
-        let first = try s.run(environment: environment)
+        let first = try s.runJSON(environment: environment)
         #expect(first.status == 1, "\(first.diagnostics)")
         let summary = try #require(first.events.last { $0["type"] as? String == "summary" })
         #expect(summary["placed"] as? Int == good.count && summary["failed"] as? Int == gone.count, "\(summary)")
@@ -1640,7 +1480,7 @@ import PrefetchCore
         for name in gone { #expect(state.resources[ResourceKey(feed: "t", path: name)]?.permanentFailure == true, "\(name)") }
 
         let before = s.origin.requests.count
-        let second = try s.run(offset: "+2h", environment: environment)
+        let second = try s.runJSON(offset: "+2h", environment: environment)
         let again = try #require(second.events.last { $0["type"] as? String == "summary" })
         #expect(again["fresh"] as? Int == good.count && again["placed"] as? Int == 0 && again["bytes"] as? Int == 0, "\(second.diagnostics)")
         let revalidations = s.origin.requests.dropFirst(before).filter { !gone.contains(String($0.path.dropFirst())) }
@@ -1652,7 +1492,7 @@ import PrefetchCore
     /// FAULTS 23: a fleet released at the same minute is spread by `jitter` — each machine's delay
     /// is SPEC §1's SHA-256 formula, so the spread is deterministic per machine.
     @Test func jitterSpreadsAFleetDeterministically() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         try s.feed("timezone: Etc/UTC\nschedule: \"0 3 * * *\"\njitter: 20m\nresources:\n  - url: ORIGIN/a.bin\n")
         var offsets: Set<Int> = []
         for machine in ["kiosk-01", "kiosk-02", "kiosk-03", "kiosk-04", "kiosk-05"] {

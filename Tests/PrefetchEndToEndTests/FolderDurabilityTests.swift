@@ -12,7 +12,7 @@ import Testing
         && (try? BinaryRunner.run(["--version"], executable: URL(fileURLWithPath: "/usr/bin/strace")))?.status == 0
 
     @Test(.enabled(if: canTrace)) func everyCreatedFolderIsFsyncedBeforeTheRecord() throws {
-        let s = try FaultTests.Scenario()
+        let s = try FaultHarness()
         s.origin.serve("/x.bin", OriginResource(FaultTests.bytes(5000, seed: 700)))
         s.origin.serve("/y.bin", OriginResource(FaultTests.bytes(6000, seed: 701)))
         try s.feed("resources:\n  - { url: ORIGIN/x.bin, path: a/b/x.bin }\n  - { url: ORIGIN/y.bin, path: c/y.bin }\n")

@@ -8,19 +8,18 @@ import Testing
 /// fsynced offset; the record is committed before the partial holds 1 MiB; the writer only
 /// appends in order. Real `kill -9`s against the fault-injecting origin.
 @Suite struct PartialTrustTests {
-    typealias Scenario = FaultTests.Scenario
     static let boot = ["PREFETCH_BOOT_ID": "boot-1"]
     static let rebooted = ["PREFETCH_BOOT_ID": "boot-2"]
 
     /// A partial recorded in this boot with no fsynced offset yet (killed in its first
     /// seconds) resumes at the file's length: nothing the kernel accepted is thrown away.
     @Test func inTheSameBootThePartialIsTrustedWhole() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let body = FaultTests.bytes(2_000_000, seed: 600)
         s.origin.serve("/a.bin", OriginResource(body, etag: "\"v1\""))
         try s.plant("a.bin", bytes: Array(body[0..<1_500_000]), synced: 0, validators: Validators(etag: "\"v1\""), bootID: "boot-1")
         try s.feed("resources:\n  - url: ORIGIN/a.bin\n")
-        let result = try s.run(environment: Self.boot)
+        let result = try s.runJSON(environment: Self.boot)
         #expect(result.status == 0, "\(result.diagnostics)")
         #expect(s.origin.requests(to: "/a.bin").map { $0.header("range") } == ["bytes=1500000-"])
         #expect(s.digest("t/a.bin") == FaultTests.sha(body))
@@ -29,13 +28,13 @@ import Testing
     /// After a reboot the bytes past the fsynced offset may be garbage (never written back):
     /// the partial is cut back to that offset and resumed from there.
     @Test func afterARebootOnlyTheFsyncedOffsetIsTrusted() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let body = FaultTests.bytes(2_000_000, seed: 601)
         s.origin.serve("/a.bin", OriginResource(body, etag: "\"v1\""))
         try s.plant("a.bin", bytes: Array(body[0..<800_000]) + FaultTests.bytes(400_000, seed: 602), synced: 800_000,
                     validators: Validators(etag: "\"v1\""), bootID: "boot-1")
         try s.feed("resources:\n  - url: ORIGIN/a.bin\n")
-        let result = try s.run(environment: Self.rebooted)
+        let result = try s.runJSON(environment: Self.rebooted)
         #expect(result.status == 0, "\(result.diagnostics)")
         #expect(s.origin.requests(to: "/a.bin").map { $0.header("range") } == ["bytes=800000-"])
         #expect(s.digest("t/a.bin") == FaultTests.sha(body))
@@ -43,13 +42,13 @@ import Testing
 
     /// Another file under the partial's name (another inode) is not that partial.
     @Test func anotherInodeIsDiscarded() throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let body = FaultTests.bytes(600_000, seed: 603)
         s.origin.serve("/a.bin", OriginResource(body, etag: "\"v1\""))
         try s.plant("a.bin", bytes: FaultTests.bytes(300_000, seed: 604), synced: 300_000, validators: Validators(etag: "\"v1\""),
                     bootID: "boot-1", inode: 1)
         try s.feed("resources:\n  - url: ORIGIN/a.bin\n")
-        let result = try s.run(environment: Self.boot)
+        let result = try s.runJSON(environment: Self.boot)
         #expect(result.status == 0, "\(result.diagnostics)")
         #expect(s.origin.requests(to: "/a.bin").map { $0.header("range") } == [nil])
         #expect(s.digest("t/a.bin") == FaultTests.sha(body))
@@ -58,7 +57,7 @@ import Testing
     // MARK: Real kills
 
     /// `prefetch run --json` started in the background.
-    static func start(_ s: Scenario, environment: [String: String]) throws -> Process {
+    static func start(_ s: FaultHarness, environment: [String: String]) throws -> Process {
         let process = Process()
         process.executableURL = BinaryRunner.executable
         process.arguments = ["run", "--json", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"]
@@ -73,7 +72,7 @@ import Testing
     }
 
     /// Waits until the partial holds at least `bytes` (or `seconds` pass); its size then.
-    static func waitForPartial(_ s: Scenario, _ path: String, atLeast bytes: Int, seconds: Double = 20) -> Int {
+    static func waitForPartial(_ s: FaultHarness, _ path: String, atLeast bytes: Int, seconds: Double = 20) -> Int {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if let size = s.partialSize(path), size >= bytes { return size }
@@ -84,7 +83,7 @@ import Testing
 
     /// Whether the partial on disk is a prefix of `body` (the writer appends in order, so a
     /// kill at any moment leaves one).
-    static func partialIsAPrefix(_ s: Scenario, _ path: String, of body: [UInt8]) -> (Bool, Int) {
+    static func partialIsAPrefix(_ s: FaultHarness, _ path: String, of body: [UInt8]) -> (Bool, Int) {
         guard let data = try? Data(contentsOf: s.partialURL(path)) else { return (true, 0) }
         guard data.count <= body.count else { return (false, data.count) }
         let same = data.withUnsafeBytes { file in body.withUnsafeBytes { memcmp(file.baseAddress!, $0.baseAddress!, data.count) == 0 } }
@@ -95,7 +94,7 @@ import Testing
     /// loses nothing: the next run in the same boot resumes at the partial's length. After a
     /// reboot (another boot id) the same partial is trusted only to its fsynced offset.
     @Test(arguments: [false, true]) func aKillInTheFirstSecondsKeepsTheBytes(rebootBetween: Bool) throws {
-        let s = try Scenario()
+        let s = try FaultHarness()
         let body = FaultTests.bytes(12 << 20, seed: 605)
         s.origin.serve("/big.bin", OriginResource(body, etag: "\"big\""))
         s.origin.inject("/big.bin", [.trickle(bytesPerSecond: 4 << 20)])
@@ -109,7 +108,7 @@ import Testing
         let record = try #require(s.state()?.resources[ResourceKey(feed: "t", path: "big.bin")]?.partial,
                                   "no record was committed although the partial held \(length) bytes")
         #expect(record.bootID == "boot-1" && record.inode != nil)
-        let again = try s.run(environment: rebootBetween ? Self.rebooted : Self.boot)
+        let again = try s.runJSON(environment: rebootBetween ? Self.rebooted : Self.boot)
         #expect(again.status == 0, "\(again.diagnostics)")
         let resumedAt = rebootBetween ? Int(record.syncedOffset) : length
         #expect(s.origin.requests(to: "/big.bin").last?.header("range") == (resumedAt > 0 ? "bytes=\(resumedAt)-" : nil),
@@ -124,7 +123,7 @@ import Testing
     @Test func killsAtRandomMomentsLoseOnlyWhatWasInFlight() throws {
         let seed = UInt64(ProcessInfo.processInfo.environment["PREFETCH_KILL_SEED"] ?? "") ?? 61
         var random = SplitMix64(seed: seed)
-        let s = try Scenario()
+        let s = try FaultHarness()
         let body = FaultTests.bytes(24 << 20, seed: 606)
         let kills = 8
         s.origin.serve("/big.bin", OriginResource(body, etag: "\"big\""))
@@ -153,7 +152,7 @@ import Testing
             recorded = FaultTests.snapshot(s.cache)?.resources[ResourceKey(feed: "t", path: "big.bin")]?.partial != nil
             #expect(recorded || length <= 1 << 20, "seed \(seed), kill \(kill + 1): \(length) bytes on disk and no record")
         }
-        let last = try s.run(environment: Self.boot)
+        let last = try s.runJSON(environment: Self.boot)
         #expect(last.status == 0, "\(last.diagnostics)")
         #expect(s.origin.requests(to: "/big.bin").last?.header("range") == "bytes=\(onDisk)-")
         #expect(s.digest("t/big.bin") == FaultTests.sha(body))

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 import PrefetchCore
 
 /// `prefetch plan` through the real binary, against state written by the state layer.
@@ -82,12 +83,10 @@ import PrefetchCore
 
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/plan")
 
+    /// Compares with `Fixtures/plan/NAME` (`Golden`; `PREFETCH_RECORD_GOLDEN=1` records).
     static func expectGolden(_ text: String, _ name: String) throws {
         let file = fixtures.appendingPathComponent(name)
-        if ProcessInfo.processInfo.environment["PREFETCH_RECORD_GOLDEN"] == "1" {
-            try text.write(to: file, atomically: true, encoding: .utf8)
-        }
-        #expect(text == (try String(contentsOf: file, encoding: .utf8)), "differs from \(file.path)")
+        #expect(try Golden.matches(text, file), "differs from \(file.path)")
     }
 
     @Test func goldenText() throws {

@@ -7,14 +7,14 @@ import Testing
 /// plan's order — smallest first among equals — is what the finish order shows).
 @Suite struct RateShareTests {
     @Test func theFeedsRateIsSharedAmongItsTransfers() throws {
-        let s = try FaultTests.Scenario()
+        let s = try FaultHarness()
         let big = FaultTests.bytes(8 << 20, seed: 800)
         let small = (0..<3).map { FaultTests.bytes(1 << 20, seed: 801 + UInt64($0)) }
         s.origin.serve("/big.bin", OriginResource(big, etag: "\"big\""))
         for (index, body) in small.enumerated() { s.origin.serve("/s\(index).bin", OriginResource(body, etag: "\"s\(index)\"")) }
         try s.feed("limits: { max_rate: 4MiB/s, concurrency: 4 }\nresources:\n  - url: ORIGIN/big.bin\n"
                    + (0..<3).map { "  - url: ORIGIN/s\($0).bin\n" }.joined())
-        let result = try s.run()
+        let result = try s.runJSON()
         #expect(result.status == 0, "\(result.diagnostics)")
         let placed = result.events.filter { $0["type"] as? String == "placed" }
         let order = placed.compactMap { $0["path"] as? String }

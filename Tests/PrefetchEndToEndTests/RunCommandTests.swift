@@ -1,79 +1,11 @@
 import Foundation
 import Testing
+import TestSupport
 import PrefetchCore
 
 /// `prefetch run`, `gc` and `status` through the real binary against a real nginx.
 @Suite(.serialized) struct RunCommandTests {
     /// A folder with `www/` (served by nginx), `feeds/` and `cache/`.
-    final class Setup {
-        let dir: TemporaryFolder
-        let origin: NginxOrigin
-        var www: URL { dir.url.appendingPathComponent("www") }
-
-        init(files: [String: [UInt8]], tls: (certificate: String, key: String)? = nil) throws {
-            dir = try TemporaryFolder()
-            chmod(dir.url.path, 0o755)  // nginx workers run as another user
-            try FileManager.default.createDirectory(at: dir.url.appendingPathComponent("www"), withIntermediateDirectories: true)
-            for (name, bytes) in files {
-                let url = dir.url.appendingPathComponent("www/" + name)
-                try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-                try Data(bytes).write(to: url)
-            }
-            origin = try NginxOrigin(root: dir.url.appendingPathComponent("www"), tls: tls)
-        }
-
-        func feed(_ yaml: String, name: String = "t") throws {
-            try dir.write("feeds/\(name).yaml", yaml.replacingOccurrences(of: "ORIGIN", with: origin.url("")))
-        }
-
-        func run(_ arguments: [String] = ["run"], environment: [String: String] = [:], config: String = "/dev/null") throws -> BinaryRunner.Result {
-            try BinaryRunner.run(arguments + ["--feeds", "feeds", "--cache", "cache", "--config", config], in: dir.url,
-                                 environment: environment)
-        }
-
-        func cached(_ path: String) -> [UInt8]? {
-            (try? Data(contentsOf: dir.url.appendingPathComponent("cache/" + path))).map { [UInt8]($0) }
-        }
-
-        /// `prefetch daemon` in the background, stdout and stderr to the returned log file.
-        func startDaemon() throws -> (Process, URL) {
-            let process = Process()
-            process.executableURL = BinaryRunner.executable
-            process.arguments = ["daemon", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"]
-            process.currentDirectoryURL = dir.url
-            let log = dir.url.appendingPathComponent("daemon.log")
-            try Data().write(to: log)
-            let handle = try FileHandle(forWritingTo: log)
-            process.standardOutput = handle
-            process.standardError = handle
-            try process.run()
-            return (process, log)
-        }
-
-        /// `prefetch run --json` in the background, its stdout to the returned pipe.
-        func startRun(environment: [String: String] = [:]) throws -> (Process, Pipe) {
-            let process = Process()
-            process.executableURL = BinaryRunner.executable
-            process.arguments = ["run", "--json", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"]
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-            process.currentDirectoryURL = dir.url
-            let out = Pipe()
-            process.standardOutput = out
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            return (process, out)
-        }
-
-        func stat(_ path: String) -> stat? {
-            var info = Glibc.stat()
-            return lstat(dir.url.appendingPathComponent("cache/" + path).path, &info) == 0 ? info : nil
-        }
-
-        var partials: [String] {
-            (try? FileManager.default.contentsOfDirectory(atPath: dir.url.appendingPathComponent("cache/.prefetch/partial").path)) ?? []
-        }
-    }
-
     static func random(_ count: Int, seed: UInt64 = 1) -> [UInt8] {
         var state = seed &* 0x9E3779B97F4A7C15
         return (0..<count).map { _ in
@@ -92,7 +24,7 @@ import PrefetchCore
 
     @Test func placesVerifiedFilesAtomicallyWithModes() throws {
         let big = Self.random(3_000_000)
-        let setup = try Setup(files: ["big.bin": big, "a/b/c.txt": Array("hello\n".utf8), "q.bin": Self.random(1000, seed: 2)])
+        let setup = try NginxHarness(files: ["big.bin": big, "a/b/c.txt": Array("hello\n".utf8), "q.bin": Self.random(1000, seed: 2)])
         try setup.feed("""
         resources:
           - url: ORIGIN/big.bin
@@ -122,7 +54,7 @@ import PrefetchCore
     }
 
     @Test func revalidationKeepsTheFileUntouched() throws {
-        let setup = try Setup(files: ["a.bin": Self.random(50_000)])
+        let setup = try NginxHarness(files: ["a.bin": Self.random(50_000)])
         try setup.feed("refresh: 1h\nresources:\n  - url: ORIGIN/a.bin\n")
         #expect(try setup.run().status == 0)
         let before = try #require(setup.stat("t/a.bin"))
@@ -139,7 +71,7 @@ import PrefetchCore
     }
 
     @Test func aChangedFileReplacesTheOldCopyOnlyWhenVerified() throws {
-        let setup = try Setup(files: ["a.bin": Self.random(10_000)])
+        let setup = try NginxHarness(files: ["a.bin": Self.random(10_000)])
         try setup.feed("refresh: 1h\nresources:\n  - url: ORIGIN/a.bin\n")
         #expect(try setup.run().status == 0)
         let newer = Self.random(12_000, seed: 9)
@@ -151,7 +83,7 @@ import PrefetchCore
 
     @Test func resumesAPartialWithRangeAndIfRange() throws {
         let body = Self.random(2_000_000, seed: 3)
-        let setup = try Setup(files: ["r.bin": body])
+        let setup = try NginxHarness(files: ["r.bin": body])
         try setup.feed("resources:\n  - url: ORIGIN/r.bin\n")
         // Learn nginx's ETag for the file, then plant a partial with 700,000 good bytes
         // (and 1,000 unsynced bytes past the recorded offset, as after a kill -9).
@@ -175,7 +107,7 @@ import PrefetchCore
 
     @Test func aPartialOfAnOlderVersionRestartsCleanly() throws {
         let body = Self.random(300_000, seed: 4)
-        let setup = try Setup(files: ["r.bin": body])
+        let setup = try NginxHarness(files: ["r.bin": body])
         try setup.feed("resources:\n  - url: ORIGIN/r.bin\n")
         try FileManager.default.createDirectory(at: setup.dir.url.appendingPathComponent("cache/.prefetch/partial"), withIntermediateDirectories: true)
         let store = try StateStore.openForWriting(setup.dir.url.path + "/cache/.prefetch/state.db")
@@ -192,7 +124,7 @@ import PrefetchCore
 
     @Test func killNineMidTransferThenResume() throws {
         let body = Self.random(3_000_000, seed: 5)
-        let setup = try Setup(files: ["slow/k.bin": body])
+        let setup = try NginxHarness(files: ["slow/k.bin": body])
         try setup.feed("resources:\n  - url: ORIGIN/slow/k.bin\n")
         let process = Process()
         process.executableURL = BinaryRunner.executable
@@ -226,10 +158,11 @@ import PrefetchCore
 
     @Test func sigtermPausesResumablyAndExitsZero() throws {
         let body = Self.random(3_000_000, seed: 6)
-        let setup = try Setup(files: ["slow/s.bin": body])
+        let setup = try NginxHarness(files: ["slow/s.bin": body])
         try setup.feed("resources:\n  - url: ORIGIN/slow/s.bin\n")
         let (process, out) = try setup.startRun()
-        Thread.sleep(forTimeInterval: 1.5)
+        // Stopped once body bytes are in the partial (a byte count, not a guess at timing).
+        #expect(Self.waitFor { (setup.partialSize("s.bin") ?? 0) > 0 }, "no body bytes arrived")
         let stopAt = Date()
         process.terminate()  // SIGTERM
         process.waitUntilExit()
@@ -254,10 +187,10 @@ import PrefetchCore
             files["slow/t\(index).bin"] = body
             yaml += "  - url: ORIGIN/slow/t\(index).bin\n"
         }
-        let setup = try Setup(files: files)
+        let setup = try NginxHarness(files: files)
         try setup.feed(yaml)
         let (process, out) = try setup.startRun(environment: ["PREFETCH_TRANSFER_THREADS": "2"])
-        Thread.sleep(forTimeInterval: 1.5)
+        #expect(Self.waitFor { (0..<4).allSatisfy { (setup.partialSize("t\($0).bin") ?? 0) > 0 } }, "not every transfer received bytes")
         process.terminate()  // SIGTERM
         let lines = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
@@ -277,7 +210,7 @@ import PrefetchCore
 
     @Test func aClosingWindowPausesTransfersResumably() throws {
         let body = Self.random(3_000_000, seed: 8)
-        let setup = try Setup(files: ["slow/w.bin": body])
+        let setup = try NginxHarness(files: ["slow/w.bin": body])
         try setup.feed("timezone: UTC\nwindow: \"01:00-02:00\"\nresources:\n  - url: ORIGIN/slow/w.bin\n")
         // Rehearse tonight: the clock reads 01:59:57, so the window closes three seconds in.
         let target = Int64(4_102_451_997)  // 2100-01-01T01:59:57Z
@@ -296,7 +229,7 @@ import PrefetchCore
     }
 
     @Test func theDaemonHoldsTheLockReloadsRunsNowAndStops() throws {
-        let setup = try Setup(files: ["one.bin": Self.random(100), "two.bin": Self.random(200, seed: 2)])
+        let setup = try NginxHarness(files: ["one.bin": Self.random(100), "two.bin": Self.random(200, seed: 2)])
         try setup.feed("resources:\n  - url: ORIGIN/one.bin\n")
         let (process, log) = try setup.startDaemon()
         defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
@@ -307,7 +240,7 @@ import PrefetchCore
         // SIGHUP reloads the feeds; SIGUSR1 runs now instead of at the next minute.
         try setup.feed("resources:\n  - url: ORIGIN/one.bin\n  - url: ORIGIN/two.bin\n")
         kill(process.processIdentifier, SIGHUP)
-        Thread.sleep(forTimeInterval: 0.5)
+        #expect(Self.waitFor { ((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("prefetch daemon: reloaded 1 feed") })
         kill(process.processIdentifier, SIGUSR1)
         #expect(Self.waitFor { setup.cached("t/two.bin") != nil })
         let stopAt = Date()
@@ -322,14 +255,16 @@ import PrefetchCore
     /// SPEC §2: the daemon sleeps until the next thing to do — no polling while idle (it
     /// woke 5 times a second before), and it wakes by itself when a release comes.
     @Test func theDaemonSleepsUntilTheNextReleaseWithoutPolling() throws {
-        let setup = try Setup(files: ["later.bin": Self.random(500, seed: 3)])
+        let setup = try NginxHarness(files: ["later.bin": Self.random(500, seed: 3)])
         let release = Date().addingTimeInterval(6)
         let stamp = ISO8601DateFormatter().string(from: release.addingTimeInterval(1))  // whole seconds, rounded up
         try setup.feed("resources:\n  - url: ORIGIN/later.bin\n    not_before: \"\(stamp)\"\n")
         let (process, log) = try setup.startDaemon()
         defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
         #expect(Self.waitFor { ((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("prefetch daemon: 1 feed") })
-        Thread.sleep(forTimeInterval: 1)  // past the first pass
+        // Past the first pass. A pass with nothing to do prints nothing, so no event marks its
+        // end: this is the one wait left that is a time (the pass takes milliseconds).
+        Thread.sleep(forTimeInterval: 1)
         func switches() -> Int {
             let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(process.processIdentifier)/task")) ?? []
             return tasks.reduce(0) { sum, task in
@@ -339,7 +274,7 @@ import PrefetchCore
             }
         }
         let before = switches()
-        Thread.sleep(forTimeInterval: 3)
+        Thread.sleep(forTimeInterval: 3)  // the measurement window, not a wait for an event
         let woke = switches() - before
         #expect(woke <= 3, "the idle daemon woke \(woke) times in 3 s")
         #expect(setup.cached("t/later.bin") == nil, "fetched before its release")
@@ -352,17 +287,16 @@ import PrefetchCore
 
     /// SPEC §2: where `run` exits 75, the daemon waits for the lock, then works.
     @Test func theDaemonWaitsForTheLock() throws {
-        let setup = try Setup(files: ["one.bin": Self.random(100)])
+        let setup = try NginxHarness(files: ["one.bin": Self.random(100)])
         try setup.feed("resources:\n  - url: ORIGIN/one.bin\n")
         try FileManager.default.createDirectory(at: setup.dir.url.appendingPathComponent("cache/.prefetch"), withIntermediateDirectories: true)
         let lock = open(setup.dir.url.path + "/cache/.prefetch/lock", O_RDWR | O_CREAT, 0o644)
         #expect(flock(lock, LOCK_EX | LOCK_NB) == 0)
         let (process, log) = try setup.startDaemon()
         defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
-        Thread.sleep(forTimeInterval: 1.0)
+        #expect(Self.waitFor { ((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("waiting for the cache lock") })
         #expect(process.isRunning, "the daemon gave up on a held lock")
         #expect(setup.cached("t/one.bin") == nil)
-        #expect(try String(contentsOf: log, encoding: .utf8).contains("waiting for the cache lock"))
         close(lock)  // the other writer is done
         #expect(Self.waitFor { setup.cached("t/one.bin") != nil }, "the daemon did not take the lock once it was free")
         process.terminate()
@@ -373,7 +307,7 @@ import PrefetchCore
     /// SPEC §2: SIGTERM to the daemon in the middle of a download pauses it resumably and
     /// exits 0 within a few seconds; the partial and its offset are kept.
     @Test func sigtermStopsTheDaemonMidDownload() throws {
-        let setup = try Setup(files: ["slow/big.bin": Self.random(4_000_000, seed: 900)])
+        let setup = try NginxHarness(files: ["slow/big.bin": Self.random(4_000_000, seed: 900)])
         try setup.feed("resources:\n  - url: ORIGIN/slow/big.bin\n")
         let (process, log) = try setup.startDaemon()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
@@ -396,7 +330,7 @@ import PrefetchCore
     @Test(.enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
     func aFullDiskPausesEverythingAndKeepsTheGoodCopy() throws {
         let small = Self.random(100_000, seed: 11)
-        let setup = try Setup(files: ["f.bin": small])
+        let setup = try NginxHarness(files: ["f.bin": small])
         try setup.feed("refresh: 1h\nresources:\n  - url: ORIGIN/f.bin\n")
         let cache = setup.dir.url.appendingPathComponent("cache")
         try FileManager.default.createDirectory(at: cache, withIntermediateDirectories: true)
@@ -426,7 +360,7 @@ import PrefetchCore
             yaml += "  - url: ORIGIN/f\(i).bin\n"
             total += size
         }
-        let setup = try Setup(files: files)
+        let setup = try NginxHarness(files: files)
         try setup.feed(yaml)
         let result = try setup.run(["run", "--json"])
         #expect(result.status == 0, "\(result.stderr)")
@@ -447,7 +381,7 @@ import PrefetchCore
             files["r\(i).bin"] = Self.random(131_072, seed: UInt64(i + 300))
             yaml += "  - url: ORIGIN/r\(i).bin\n"
         }
-        let setup = try Setup(files: files)
+        let setup = try NginxHarness(files: files)
         try setup.feed(yaml)
         let started = Date()
         let result = try setup.run()
@@ -474,7 +408,7 @@ import PrefetchCore
             files["h\(i).bin"] = Self.random(40_000, seed: UInt64(400 + i))
             yaml += "  - url: ORIGIN/h\(i).bin\n"
         }
-        let setup = try Setup(files: files, tls: (keys.url.path + "/h2.pem", keys.url.path + "/h2.key"))
+        let setup = try NginxHarness(files: files, tls: (keys.url.path + "/h2.pem", keys.url.path + "/h2.key"))
         try setup.dir.write("config.yaml", "ca_file: \(keys.url.path)/h2.pem\n")
         try setup.feed(yaml)
         let result = try setup.run(config: "config.yaml")
@@ -490,7 +424,7 @@ import PrefetchCore
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
     func progressOnATerminalQuietAndPlainOutput() throws {
         let body = Self.random(800_000, seed: 500)
-        let setup = try Setup(files: ["slow/t.bin": body, "ok.bin": Self.random(100, seed: 501)])
+        let setup = try NginxHarness(files: ["slow/t.bin": body, "ok.bin": Self.random(100, seed: 501)])
         try setup.feed("resources:\n  - url: ORIGIN/slow/t.bin\n  - url: ORIGIN/ok.bin\n  - url: ORIGIN/missing.bin\n")
         let command = [BinaryRunner.executable.path, "run", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"]
             .map { "'" + $0 + "'" }.joined(separator: " ")
@@ -521,7 +455,7 @@ import PrefetchCore
     /// runs out; the bytes are recorded, and the plan says why it waits.
     @Test func theMeteredBudgetHoldsWithinARun() throws {
         let a = Self.random(200_000, seed: 600), b = Self.random(200_000, seed: 601), u = Self.random(1_500_000, seed: 602)
-        let setup = try Setup(files: ["a.bin": a, "b.bin": b, "slow/u.bin": u])
+        let setup = try NginxHarness(files: ["a.bin": a, "b.bin": b, "slow/u.bin": u])
         try setup.feed("conditions: { metered_budget: 300KiB/day }\nlimits: { concurrency: 4 }\nresources:\n"
                        + "  - { url: ORIGIN/a.bin, size: 200000 }\n  - { url: ORIGIN/b.bin, size: 200000 }\n")
         let known = try setup.run(["run", "--assume", "network=metered"])
@@ -548,7 +482,7 @@ import PrefetchCore
     /// `run --feed a` cleans up like `gc` for feed a, and leaves feed b's partial alone:
     /// b's resource is still listed (in a manifest this run did not work on).
     @Test func runOneFeedKeepsTheOtherFeedsPartials() throws {
-        let setup = try Setup(files: ["a.bin": Self.random(1000, seed: 700), "b.bin": Self.random(300_000, seed: 701)])
+        let setup = try NginxHarness(files: ["a.bin": Self.random(1000, seed: 700), "b.bin": Self.random(300_000, seed: 701)])
         try setup.feed("resources:\n  - url: ORIGIN/a.bin\n", name: "a")
         try setup.feed("resources:\n  - url: ORIGIN/b.bin\n", name: "b")
         let partials = setup.dir.url.appendingPathComponent("cache/.prefetch/partial")
@@ -568,7 +502,7 @@ import PrefetchCore
     }
 
     @Test func aSecondWriterGetsExitSeventyFive() throws {
-        let setup = try Setup(files: ["a.bin": Self.random(100)])
+        let setup = try NginxHarness(files: ["a.bin": Self.random(100)])
         try setup.feed("resources:\n  - url: ORIGIN/a.bin\n")
         #expect(try setup.run().status == 0)
         let lock = open(setup.dir.url.path + "/cache/.prefetch/lock", O_RDWR)
@@ -583,7 +517,7 @@ import PrefetchCore
     }
 
     @Test func failuresExitOneAndAreRecordedForThePlan() throws {
-        let setup = try Setup(files: ["ok.bin": Self.random(10)])
+        let setup = try NginxHarness(files: ["ok.bin": Self.random(10)])
         try setup.feed("resources:\n  - url: ORIGIN/ok.bin\n  - url: ORIGIN/missing.bin\n")
         let result = try setup.run()
         #expect(result.status == 1)
@@ -598,22 +532,22 @@ import PrefetchCore
     /// when every transfer succeeded (the run's shortcut), also with a permanent failure (it
     /// waits for the next release), but not while a retry is pending.
     @Test func aReleaseIsFinishedOnlyWhenNothingIsLeftToDo() throws {
-        func finished(_ setup: Setup) throws -> Instant? {
+        func finished(_ setup: NginxHarness) throws -> Instant? {
             let state = try #require(try StateStore.openReadOnly(setup.dir.url.path + "/cache/.prefetch/state.db")?.snapshot())
             #expect(state.feeds["t"]?.lastRelease != nil)
             return state.feeds["t"]?.lastReleaseFinished
         }
-        let allPlaced = try Setup(files: ["ok.bin": Self.random(10)])
+        let allPlaced = try NginxHarness(files: ["ok.bin": Self.random(10)])
         try allPlaced.feed("resources:\n  - url: ORIGIN/ok.bin\n")
         #expect(try allPlaced.run().status == 0)
         #expect(try finished(allPlaced) != nil)
 
-        let permanent = try Setup(files: ["ok.bin": Self.random(10)])
+        let permanent = try NginxHarness(files: ["ok.bin": Self.random(10)])
         try permanent.feed("resources:\n  - url: ORIGIN/ok.bin\n  - url: ORIGIN/missing.bin\n")
         #expect(try permanent.run().status == 1)
         #expect(try finished(permanent) != nil)
 
-        let retrying = try Setup(files: ["ok.bin": Self.random(10)])
+        let retrying = try NginxHarness(files: ["ok.bin": Self.random(10)])
         try retrying.feed("resources:\n  - url: ORIGIN/ok.bin\n  - url: ORIGIN/ok.bin\n    path: short.bin\n    size: 5\n")
         #expect(try retrying.run().status == 1)
         #expect(try finished(retrying) == nil)
@@ -621,7 +555,7 @@ import PrefetchCore
     }
 
     @Test func aSymlinkInTheCacheIsNeverFollowed() throws {
-        let setup = try Setup(files: ["x.bin": Self.random(10)])
+        let setup = try NginxHarness(files: ["x.bin": Self.random(10)])
         try setup.feed("resources:\n  - url: ORIGIN/x.bin\n    path: sub/x.bin\n")
         let outside = setup.dir.url.appendingPathComponent("outside")
         try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
@@ -634,7 +568,7 @@ import PrefetchCore
     }
 
     @Test func headerVariablesComeFromTheEnvironmentAndNeverShow() throws {
-        let setup = try Setup(files: ["h.bin": Self.random(10)])
+        let setup = try NginxHarness(files: ["h.bin": Self.random(10)])
         try setup.feed("resources:\n  - url: ORIGIN/h.bin\n    headers: { X-Token: \"${LOBBY_TOKEN}\" }\n")
         let missing = try setup.run()
         #expect(missing.status == 1)
@@ -647,7 +581,7 @@ import PrefetchCore
     }
 
     @Test func badInputTouchesNothing() throws {
-        let setup = try Setup(files: [:])
+        let setup = try NginxHarness(files: [:])
         try setup.feed("resources:\n  - url: ftp://example.com/x\n")
         let result = try setup.run()
         #expect(result.status == 2)
@@ -659,7 +593,7 @@ import PrefetchCore
     }
 
     @Test func aBadThreadCountTouchesNothing() throws {
-        let setup = try Setup(files: [:])
+        let setup = try NginxHarness(files: [:])
         try setup.feed("resources:\n  - url: ORIGIN/x\n")
         for command in ["run", "daemon"] {
             let result = try setup.run([command], environment: ["PREFETCH_TRANSFER_THREADS": "lots"])
@@ -670,7 +604,7 @@ import PrefetchCore
     }
 
     @Test func anUnreadableStateIsMovedAsideAndRebuilt() throws {
-        let setup = try Setup(files: ["a.bin": Self.random(1000)])
+        let setup = try NginxHarness(files: ["a.bin": Self.random(1000)])
         try setup.feed("resources:\n  - url: ORIGIN/a.bin\n")
         #expect(try setup.run().status == 0)
         try Data(repeating: 0x41, count: 5000).write(to: setup.dir.url.appendingPathComponent("cache/.prefetch/state.db"))
@@ -682,7 +616,7 @@ import PrefetchCore
     }
 
     @Test func gcRemovesExpiredAndUnlistedFilesOnly() throws {
-        let setup = try Setup(files: ["keep.bin": Self.random(10), "old.bin": Self.random(20)])
+        let setup = try NginxHarness(files: ["keep.bin": Self.random(10), "old.bin": Self.random(20)])
         try setup.feed("prune: true\nresources:\n  - url: ORIGIN/keep.bin\n  - url: ORIGIN/old.bin\n    expires: 2099-01-01T00:00:00Z\n")
         #expect(try setup.run().status == 0)
         try setup.dir.write("cache/t/stray/file.txt", "not listed")
@@ -699,7 +633,7 @@ import PrefetchCore
     /// The end of every `run` cleans up as `gc` does: with `prune`, a resource taken out of
     /// the manifest leaves the cache at the next run, and so does an orphaned partial.
     @Test func runCleansUpAsGCDoes() throws {
-        let setup = try Setup(files: ["keep.bin": Self.random(10), "gone.bin": Self.random(20)])
+        let setup = try NginxHarness(files: ["keep.bin": Self.random(10), "gone.bin": Self.random(20)])
         try setup.feed("prune: true\nresources:\n  - url: ORIGIN/keep.bin\n  - url: ORIGIN/gone.bin\n")
         #expect(try setup.run().status == 0)
         #expect(setup.cached("t/gone.bin") != nil)
@@ -712,7 +646,7 @@ import PrefetchCore
 
     /// SPEC §2: a cache that cannot be written is exit 1 with the reason, and nothing else.
     @Test func anUnwritableCacheIsExitOne() throws {
-        let setup = try Setup(files: ["a.bin": Self.random(10)])
+        let setup = try NginxHarness(files: ["a.bin": Self.random(10)])
         try setup.feed("resources:\n  - url: ORIGIN/a.bin\n")
         try setup.dir.write("cache", "a file where the cache folder should be")
         let result = try setup.run()
@@ -723,7 +657,7 @@ import PrefetchCore
 
     /// SPEC §2 `status`: files, bytes, last success and error, partials and next wake-up per feed.
     @Test func statusReportsEachFeed() throws {
-        let setup = try Setup(files: ["a.bin": Self.random(1000), "b.bin": Self.random(2000)])
+        let setup = try NginxHarness(files: ["a.bin": Self.random(1000), "b.bin": Self.random(2000)])
         try setup.feed("refresh: 1h\nresources:\n  - url: ORIGIN/a.bin\n  - url: ORIGIN/b.bin\n  - url: ORIGIN/missing.bin\n")
         #expect(try setup.run().status == 1)
         let json = try setup.run(["status", "--json"])
@@ -742,7 +676,7 @@ import PrefetchCore
     /// `run --json` reports progress lines while a transfer runs (at most once a second each),
     /// and `plan --at HH:MM` means that time today in the system's zone.
     @Test func progressLinesAndPlanAtAClockTime() throws {
-        let setup = try Setup(files: ["slow/p.bin": Self.random(1_200_000, seed: 800)])
+        let setup = try NginxHarness(files: ["slow/p.bin": Self.random(1_200_000, seed: 800)])
         try setup.feed("window: \"02:00-04:00\"\nresources:\n  - url: ORIGIN/slow/p.bin\n")
         let inside = try setup.run(["plan", "--json", "--at", "03:00"])
         #expect(inside.stdout.contains(#""window_open":true"#), "\(inside.stdout)")
@@ -764,7 +698,7 @@ import PrefetchCore
 
     /// SPEC §5: files 0644 and folders 0755, less what the umask removes (the cache folder too).
     @Test func modesFollowTheUmask() throws {
-        let setup = try Setup(files: ["a/b.bin": Self.random(10)])
+        let setup = try NginxHarness(files: ["a/b.bin": Self.random(10)])
         try setup.feed("resources:\n  - { url: ORIGIN/a/b.bin, path: x/b.bin }\n")
         let command = [BinaryRunner.executable.path, "run", "--feeds", "feeds", "--cache", "new/cache", "--config", "/dev/null"]
             .map { "'" + $0 + "'" }.joined(separator: " ")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The settings a command reads (options, config, environment) are parsed once, before
 /// anything is touched: every bad value is reported, not only the first, and a command is

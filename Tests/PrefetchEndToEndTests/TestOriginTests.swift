@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The fault-injecting origin itself, driven by the system curl so the origin is checked against
 /// an independent HTTP client before the downloader's tests rely on it.
@@ -467,8 +468,10 @@ import Testing
         let origin = try makeOrigin()
         origin.inject("/file.bin", [.stallAfter(10, seconds: 30)])
         let started = Date()
-        let pending = try CurlProcess([origin.url("/file.bin")], maxTime: 20)
-        Thread.sleep(forTimeInterval: 0.5)
+        let pending = try CurlProcess(["--no-buffer", origin.url("/file.bin")], maxTime: 20)
+        // Stopped once curl holds the 10 bytes sent before the stall (unbuffered, so its file shows them).
+        let body = pending.folder.appendingPathComponent("body").path
+        for _ in 0..<500 where ((try? FileManager.default.attributesOfItem(atPath: body)[.size] as? Int) ?? 0) < 10 { usleep(10_000) }
         origin.stop()
         let run = try pending.finish()
         #expect(run.exitCode == 18)
@@ -531,14 +534,15 @@ private struct CurlRun {
 
 /// One `curl` process with its output in files (`-D` headers, `-o` body, `-v` to stderr).
 private final class CurlProcess {
-    let folder: URL
+    private let scratch: TemporaryFolder
+    var folder: URL { scratch.url }
     let process = Process()
     let started = Date()
     private let handles: [FileHandle]
 
     init(_ arguments: [String], maxTime: Int) throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("origin-curl-" + UUID().uuidString)
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        scratch = try TemporaryFolder()
+        let folder = scratch.url
         for name in ["headers", "body", "stdout", "stderr"] {
             try Data().write(to: folder.appendingPathComponent(name))
         }
@@ -557,10 +561,6 @@ private final class CurlProcess {
         process.standardOutput = stdout
         process.standardError = stderr
         try process.run()
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(at: folder)
     }
 
     func finish() throws -> CurlRun {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import PrefetchCore
 
 /// The planner and the state store over simulated weeks, against an independent reference.
@@ -49,7 +50,7 @@ struct Simulation {
     var decoded: Feed
     var reference: ReferencePlanner
     let store: StateStore
-    let folder: TemporaryFolderForUnitTests
+    let folder: TemporaryFolder
     var random: SplitMix64
     let start: Int64
     let end: Int64
@@ -73,7 +74,7 @@ struct Simulation {
         guard let decoded = feed.decoded() else { throw SimulationError.manifest(feed.yaml) }
         self.decoded = decoded
         reference = ReferencePlanner(feed, from: start - 40 * 86_400, to: end + 10 * 86_400)
-        folder = try TemporaryFolderForUnitTests()
+        folder = try TemporaryFolder()
         store = try StateStore.openForWriting(folder.path + "/state.db")
         histories = Array(repeating: ReferencePlanner.History(), count: feed.items.count)
         successes = Array(repeating: [], count: feed.items.count)
