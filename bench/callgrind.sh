@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# bench/callgrind.sh: instructions prefetch executes for transfer.sh's (b) (2,000 small
+# files from a loopback nginx into an empty cache), counted by valgrind's callgrind over
+# the whole process and every thread. Counted instructions, unlike wall time, do not move
+# with the load of a shared machine: use it to tell a real cost from noise when comparing
+# binaries (this VM has no hardware counters for `perf stat`). A report, not a test.
+#
+#   BINS="path path ..."  the prefetch binaries to count, one after another
+#   T=2                   PREFETCH_TRANSFER_THREADS (empty: prefetch decides)
+#
+# Reuses bench/out/transfer/www (run bench/transfer.sh once first). About 8 s per binary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WWW=bench/out/transfer/www
+export PATH="$PATH:/usr/sbin:/sbin"
+[ -d "$WWW/small" ] || { echo "bench/callgrind.sh: no $WWW/small: run bench/transfer.sh once first" >&2; exit 1; }
+[ -n "${BINS:-}" ] || { echo "bench/callgrind.sh: set BINS to the binaries to count" >&2; exit 2; }
+command -v valgrind >/dev/null && command -v nginx >/dev/null || scripts/setup valgrind nginx-light
+port=8990
+while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
+work=$(mktemp -d /dev/shm/prefetch-callgrind.XXXXXX)
+scripts/demo-origin start "$WWW" "$port" "$work/origin" >/dev/null
+trap 'scripts/demo-origin stop "$work/origin" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+url="http://127.0.0.1:$port"
+mkdir -p "$work/feeds"
+{
+    printf 'name: small\nrefresh: 1h\nlimits: { concurrency: 16 }\nresources:\n'
+    find "$WWW/small" -maxdepth 1 -name 'f*.bin' -printf '%f\n' | sort | awk -v url="$url" '{ printf "  - url: %s/small/%s\n    path: %s\n", url, $1, $1 }'
+} >"$work/feeds/small.yaml"
+printf 'concurrency: 16\nper_host: 16\n' >"$work/config.yaml"
+echo "instructions for (b), threads: ${T:-auto}"
+for bin in $BINS; do
+    rm -rf "$work/b"
+    env PREFETCH_TRANSFER_THREADS="${T:-}" valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" \
+        "$bin" run --feeds "$work/feeds" --cache "$work/b" --config "$work/config.yaml" --quiet >/dev/null 2>"$work/vg.err" ||
+        { echo "bench/callgrind.sh: $bin failed: $(tail -3 "$work/vg.err")" >&2; exit 1; }
+    printf '%-50s %s\n' "$bin" "$(sed -n 's/.*Collected : //p' "$work/vg.err")"
+done
