@@ -99,6 +99,20 @@ import PrefetchCore
         #expect(s.resourceState("a.bin")?.sha256 == FaultTests.sha(Self.v2))
     }
 
+    /// A partial of an older version, longer than the new body, must be emptied before the
+    /// new body is written from byte 0. When that fails, the transfer fails and is retried
+    /// (the truncate's result was ignored: the new body went over the old bytes, and the
+    /// placed file kept the old tail).
+    @Test func aPartialThatCannotBeEmptiedIsNotWrittenOver() throws {
+        let s = try Self.scenarioWithANewVersion()
+        let junk = FaultTests.bytes(4 << 20, seed: 904)
+        try s.plant("a.bin", bytes: junk, synced: UInt64(junk.count), validators: Validators(etag: "\"old\""))
+        let run = try s.runJSON(offset: "+2h", environment: ["PREFETCH_FAULT": "truncate:eio@1"])
+        #expect(run.status == 0 && !run.retries("a.bin").isEmpty, "\(run.diagnostics)")
+        #expect(s.cached("t/a.bin") == Self.v2, "a.bin holds \(s.size("t/a.bin") ?? -1) bytes, not v2's \(Self.v2.count)")
+        try Self.recovers(s, "truncate:eio@1")
+    }
+
     /// After a failed fsync nothing of the partial is trusted (the kernel may have dropped its
     /// pages): the retry asks for the whole body, never a Range over those bytes.
     @Test func aFailedFsyncIsNotResumedFrom() throws {

@@ -158,9 +158,12 @@ public final class CacheFolder {
     func moveStateAside(at seconds: Int64) -> Result<String, Errno> {
         let aside = CacheLayout.state + ".unreadable-\(seconds)"
         guard let meta else { return .failure(Errno(ENOENT)) }
-        let moved = FileSystem.rename(CacheLayout.state, in: meta, to: aside, in: meta)
-        for side in CacheLayout.stateSideFiles { _ = FileSystem.remove(side, in: meta) }
-        return moved.map { aside }
+        if case .failure(let error) = FileSystem.rename(CacheLayout.state, in: meta, to: aside, in: meta) { return .failure(error) }
+        // Its journal files go too: a new state.db must never meet the old one's WAL.
+        for side in CacheLayout.stateSideFiles {
+            if case .failure(let error) = FileSystem.remove(side, in: meta), error.code != ENOENT { return .failure(error) }
+        }
+        return .success(aside)
     }
 
     /// Moves a complete, fsynced partial to `CACHE/<feed>/<path>` with one rename. Folders

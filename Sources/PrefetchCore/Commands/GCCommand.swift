@@ -39,7 +39,13 @@ enum GCCommand {
                 context.console.err("prefetch: error: cannot remove \(removal.path): \(error)\n")
                 code = .failure
             }
-            for removal in removals { if let key = removal.key { try? session?.state.deleteResource(key) } }
+            for removal in removals {
+                guard let key = removal.key, let state = session?.state else { continue }
+                do { try state.deleteResource(key) } catch {
+                    context.console.err("prefetch: error: cannot record the removal of \(removal.path) in state.db: \(error)\n")
+                    code = .failure
+                }
+            }
         }
         out += "gc: \(removals.count) \(removals.count == 1 ? "file" : "files")" + (dryRun ? " would be removed\n" : " removed\n")
         context.console.out(out)

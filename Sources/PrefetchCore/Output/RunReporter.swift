@@ -2,6 +2,7 @@ import Foundation
 
 /// Renders a run's events: JSON lines, plain log lines, or live progress bars on a terminal.
 final class RunReporter {
+    private var saidStateError = false
     enum Mode { case json, plain, terminal }
 
     private let mode: Mode
@@ -33,6 +34,10 @@ final class RunReporter {
     private func name(_ key: ResourceKey) -> String { key.feed + "/" + key.path }
 
     func handle(_ event: RunEvent) {
+        if case .stateError = event {  // said once a run, whichever part could not write
+            guard !saidStateError else { return }
+            saidStateError = true
+        }
         if case .progress = event { flush() }  // lines reach the log at least every quarter second
         switch mode {
         case .json: json(event)

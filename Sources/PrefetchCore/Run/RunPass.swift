@@ -49,10 +49,18 @@ struct RunPass {
             return (Planner.plan(input), snapshot, cached)
         }
         guard let (plan, snapshot, cached) = makePlan() else { return Outcome(exit: .failure, nextWakeup: nil) }
+        /// The pass's own state writes: one that fails is said (once a run, as the engine's
+        /// are) and the pass goes on; the files are the truth.
+        func recordState<T>(_ body: () throws -> T) -> T? {
+            do { return try body() } catch {
+                reporter.handle(.stateError("cannot record state: \(error)"))
+                return nil
+            }
+        }
 
         // Jobs in the order the plan gives; each release is recorded as begun.
         var jobs: [TransferJob] = []
-        try? ReleaseBook.begin(plan, snapshot, state)
+        recordState { try ReleaseBook.begin(plan, snapshot, state) }
         // Jobs from the plan's positions (indices into `feeds`, which the plan was made from):
         // no key is looked up, no Feed or Resource copied into a dictionary.
         let releases = ReleaseBook.releases(plan, snapshot)
@@ -111,13 +119,13 @@ struct RunPass {
             // (without reading every resource's state and the cache again).
             let feedStates = (try? state.feedStates()) ?? [:]
             for feedPlan in plan.feeds where feedStates[feedPlan.name]?.lastReleaseFinished == nil && feedStates[feedPlan.name]?.lastRelease != nil {
-                try? state.recordReleaseFinished(feed: feedPlan.name, at: clock())
+                recordState { try state.recordReleaseFinished(feed: feedPlan.name, at: clock()) }
             }
         } else if let (after, snapshotAfter, _) = makePlan() {
             nextWakeup = Self.nextWakeup(after, recheck: Self.recheckSeconds)
             // A release just finished: a feed with neither schedule nor window now has its next
             // release, which the plan made before could not know of.
-            if (try? ReleaseBook.finish(after, snapshotAfter, state, at: clock())) == true, wantsNextWakeup,
+            if recordState({ try ReleaseBook.finish(after, snapshotAfter, state, at: clock()) }) == true, wantsNextWakeup,
                let (again, _, _) = makePlan() {
                 nextWakeup = Self.nextWakeup(again, recheck: Self.recheckSeconds)
             }
@@ -127,14 +135,16 @@ struct RunPass {
             for (removal, error) in GarbageCollector.apply(removals) {
                 console.err("prefetch: warning: cannot remove \(removal.path): \(error)\n")
             }
-            for removal in removals { if let key = removal.key { try? state.deleteResource(key) } }
+            for removal in removals { if let key = removal.key { recordState { try state.deleteResource(key) } } }
         }
         let seconds = Date().timeIntervalSince(started)
         if summary.bodyBytes > 0 || summary.placed > 0 {
-            try? state.recordRun(startedAt: Instant(started), finishedAt: clock(), bodyBytes: summary.bodyBytes,
-                                 transferSeconds: summary.transferSeconds, placed: summary.placed, fresh: summary.fresh, failed: summary.failed)
+            recordState {
+                try state.recordRun(startedAt: Instant(started), finishedAt: clock(), bodyBytes: summary.bodyBytes,
+                                    transferSeconds: summary.transferSeconds, placed: summary.placed, fresh: summary.fresh, failed: summary.failed)
+            }
         }
-        if summary.placed + summary.fresh + summary.failed > 0 { try? state.pruneHistory() }
+        if summary.placed + summary.fresh + summary.failed > 0 { recordState { try state.pruneHistory() } }
         if summary.diskFull { console.err("prefetch: error: disk full: transfers paused; partial data kept for resume\n") }
         let exit: ExitCode = summary.failed > 0 || summary.diskFull ? .failure : .success
         let notDue = plan.feeds.reduce(0) { $0 + $1.items.filter { $0.status != .due && $0.status != .fresh }.count }

@@ -11,7 +11,8 @@ import Foundation
 ///
 /// - points: `body-write` (a body chunk written to the partial), `partial-record` (the
 ///   commit that records a new partial before it may pass 1 MiB), `partial-fsync` (a
-///   running or stopping transfer's partial made durable to record its offset), `file-fsync` (the
+///   running or stopping transfer's partial made durable to record its offset), `truncate` (a
+///   partial emptied for a body that starts again from byte 0), `file-fsync` (the
 ///   complete file's fsync), `rename` (the file moved into place), `folder-fsync` (the
 ///   folders that received files, before the state commit), `commit` (state.db's commit);
 /// - actions: `exit` (`_exit(86)`, nothing flushed), `kill` (SIGKILL to itself), `enospc`
@@ -21,6 +22,7 @@ public final class FaultPoints: @unchecked Sendable {
         case bodyWrite = "body-write"
         case partialRecord = "partial-record"
         case partialFsync = "partial-fsync"
+        case truncate
         case fileFsync = "file-fsync"
         case rename
         case folderFsync = "folder-fsync"

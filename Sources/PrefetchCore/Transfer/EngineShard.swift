@@ -14,7 +14,9 @@ final class EngineShard: @unchecked Sendable {
     /// The run's body buffers.
     private let pool: BufferPool
     /// Backoff jitter's draws.
-    private var random = SystemRandomNumberGenerator()
+    /// (A generator with state, seeded from the system's: ThreadSanitizer's instrumentation
+    /// of an `inout` access crashes on the empty `SystemRandomNumberGenerator`.)
+    private var random = SplitMix64(seed: UInt64.random(in: 0...UInt64.max))
     private let multi: CurlMulti
     private let limits: ShardLimits
     private var active: [CurlEasy.ID: Transfer] = [:]
@@ -296,6 +298,17 @@ final class EngineShard: @unchecked Sendable {
         guard let file = transfer.file else {
             fail(transfer, TransferFailure(kind: .transient, message: "the partial is missing", retryAfter: nil, discardPartial: true, httpStatus: nil))
             return
+        }
+        // The file itself must hold exactly the verified body: never more (old bytes left at
+        // its end), never less (a write that did not land). One fstat per file.
+        switch file.status() {
+        case .success(let info) where UInt64(info.st_size) == bytes: break
+        case .success(let info):
+            return fail(transfer, TransferFailure(kind: .transient, message: "the partial holds \(info.st_size) bytes, not the body's \(bytes)",
+                                                  retryAfter: nil, discardPartial: true, httpStatus: nil))
+        case .failure(let error):
+            return fail(transfer, TransferFailure(kind: .transient, message: "cannot read the partial's size: \(error)", retryAfter: nil,
+                                                  discardPartial: true, httpStatus: nil))
         }
         if syncs.inline {
             // tmpfs and ramfs keep no other copy to flush: their fsync does nothing, so it is not called.

@@ -91,8 +91,8 @@ final class Transfer {
             writebackFrom = keep
         } else {
             if keep > 0 { machine.resumeFailed() }
-            emptyPartial()
-            file = nil  // any old partial is replaced when a body begins
+            forgetBody()
+            file = nil  // any old partial is replaced (created empty) when a body begins
         }
     }
 
@@ -133,11 +133,22 @@ final class Transfer {
     }
 
     /// Empties the partial (when open) and forgets its digest: a body from byte 0 follows.
-    private func emptyPartial() {
+    /// False when the file could not be emptied (the transfer then fails: a shorter body
+    /// over the old bytes would leave them at its end).
+    private func emptyPartial() -> Bool {
         if let file {
-            _ = file.truncate(to: 0)
-            _ = file.seek(to: 0)
+            let emptied = faults.reach(.truncate).map { Result<Void, Errno>.failure($0) } ?? file.truncate(to: 0).flatMap { file.seek(to: 0) }
+            if case .failure(let error) = emptied {
+                machine.cannotWrite(error)
+                return false
+            }
         }
+        forgetBody()
+        return true
+    }
+
+    /// Forgets what was gathered and hashed of a body.
+    private func forgetBody() {
         body = nil
         inlineHasher = nil
         writebackFrom = 0
@@ -247,7 +258,7 @@ final class Transfer {
     /// A body begins: the machine says whether and where it is written.
     private func beginBody() {
         guard case .write(let restart, let remaining) = machine.bodyBegins() else { return }
-        if restart { emptyPartial() }
+        if restart, !emptyPartial() { return }
         if file == nil {
             switch createFile() {
             case .success(let opened):
