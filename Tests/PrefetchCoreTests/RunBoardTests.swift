@@ -32,6 +32,43 @@ import TestSupport
                          onEvent: { events.all.append($0) }), folder)
     }
 
+    /// SPEC §6 in the queue: while an origin is held none of its jobs starts (another
+    /// origin's do); at the hold's end exactly one starts (the probe), the rest wait for its
+    /// answer; an answer lets them all through. A hold beyond the run drops the origin's
+    /// jobs, each counted once as held with it.
+    @Test func aHeldOriginStartsOneProbeAndWaitsForItsAnswer() throws {
+        let jobs = Self.jobs(feed: "a", concurrency: 8, count: 6, hosts: { $0 < 5 ? "down.example" : "up.example" })
+        let (board, _) = try Self.board(jobs, shards: 1)
+        var random = SplitMix64(seed: 1)
+        let origin = jobs[0].resource.url.origin
+        let first = try #require(board.next(now: Instant(seconds: 0)) { _ in .start })
+        let (hold, wait, forTheRun) = board.holdOrigin(origin, cause: "HTTP 503", retryAfter: 10, policy: jobs[0].feed.retry,
+                                                        startedAt: Instant(seconds: 0), now: Instant(seconds: 1), failed: first.key,
+                                                        using: &random)
+        #expect(hold.until == Instant(seconds: 11) && wait == 10 && !forTheRun && hold.failures == 1)
+        #expect(board.transferEnded(origin: origin, answered: false) == false)
+        // Held: only the other origin's job starts.
+        #expect(board.next(now: Instant(seconds: 2)) { _ in .start }?.key.path == "a5.bin")
+        #expect(board.next(now: Instant(seconds: 10)) { _ in .start } == nil)
+        // At its end: one probe, then nothing until it answers.
+        #expect(board.next(now: Instant(seconds: 11)) { _ in .start }?.key.path == "a1.bin")
+        #expect(board.next(now: Instant(seconds: 12)) { _ in .start } == nil)
+        #expect(board.transferEnded(origin: origin, answered: true), "the hold was recorded: state.db must clear it")
+        let rest = (0..<3).compactMap { _ in board.next(now: Instant(seconds: 12)) { _ in .start }?.key.path }
+        #expect(rest == ["a2.bin", "a3.bin", "a4.bin"])
+        #expect(board.heldOrigins().isEmpty)
+        // Beyond the run: the origin's jobs are not started, and counted.
+        let (other, _) = try Self.board(jobs, shards: 1)
+        let probe = try #require(other.next(now: Instant(seconds: 0)) { _ in .start })
+        let beyond = other.holdOrigin(origin, cause: "connection refused", retryAfter: 3600, policy: jobs[0].feed.retry,
+                                      startedAt: Instant(seconds: 0), now: Instant(seconds: 1), failed: probe.key, using: &random)
+        #expect(beyond.forTheRun)
+        #expect(other.next(now: Instant(seconds: 5000)) { _ in .start }?.key.path == "a5.bin")
+        #expect(other.next(now: Instant(seconds: 5000)) { _ in .start } == nil && other.drained)
+        let held = other.heldOrigins()
+        #expect(held.count == 1 && held.first?.resources == 5 && held.first?.reason == "connection refused")
+    }
+
     /// A retry within the run starts only if its feed may still transfer at that moment — its
     /// window may have closed since the last periodic check (every 2 s), and a retry then
     /// began outside it — and never after its resource expired.

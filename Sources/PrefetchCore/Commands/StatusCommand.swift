@@ -64,6 +64,25 @@ enum StatusCommand {
             }
             out += "  next wake-up: " + (nextWakeup.map { $0 <= now ? "now (work is due)" : TimeFormat.local($0, clock: clock) } ?? "none") + "\n"
         }
+        // Held origins (SPEC §6), after the feeds.
+        let local = ZoneClock(TimeZone.current)
+        for hold in snapshot.originHolds.values.sorted(by: { $0.origin < $1.origin }) {
+            if json {
+                var line = JSONObject()
+                line.add("type", "origin")
+                line.add("origin", hold.origin)
+                line.add("held", true)
+                line.add("reason", hold.reason)
+                line.add("until", TimeFormat.rfc3339(hold.until, clock: local))
+                line.add("since", TimeFormat.rfc3339(hold.since, clock: local))
+                line.add("failures", Int64(hold.failures))
+                out += line.line + "\n"
+            } else if hold.until > now {
+                out += "origin \(hold.origin) held until \(TimeFormat.local(hold.until, clock: local)): \(hold.reason)\n"
+            } else {
+                out += "origin \(hold.origin) held since \(TimeFormat.local(hold.since, clock: local)): \(hold.reason); the next request probes it\n"
+            }
+        }
         context.console.out(out)
         return .success
     }

@@ -44,7 +44,7 @@ final class RunReporter {
         case .plain, .terminal: text(event)
         }
         switch event {
-        case .paused, .retrying, .failed, .stateError: flush()  // rare, and worth seeing at once
+        case .paused, .retrying, .failed, .stateError, .held: flush()  // rare, and worth seeing at once
         case .started, .progress, .placed, .fresh: break
         }
     }
@@ -79,9 +79,12 @@ final class RunReporter {
             key("paused", k); line.add("reason", reason); line.add("offset", offset)
         case .retrying(let k, let message, let after):
             key("failed", k); line.add("error", message); line.add("retry_in_s", after); line.add("final", false)
-        case .failed(let k, let message, let retryAt):
+        case .failed(let k, let message, let retryAt, _):
             key("failed", k); line.add("error", message); line.add("retry_at", retryAt.map { TimeFormat.rfc3339($0, clock: ZoneClock(TimeZone(identifier: "UTC")!)) })
             line.add("final", true)
+        case .held(let origin, let reason, let until, let resources):
+            line.add("type", "held"); line.add("origin", origin); line.add("reason", reason)
+            line.add("until", TimeFormat.rfc3339(until, clock: ZoneClock(TimeZone(identifier: "UTC")!))); line.add("resources", Int64(resources))
         case .stateError(let message):
             // Not about one resource: a `failed` line with no feed and no path.
             line.add("type", "failed"); line.add("feed", nil as String?); line.add("path", nil as String?)
@@ -113,9 +116,9 @@ final class RunReporter {
 
     private func text(_ event: RunEvent) {
         switch event {  // a transfer that ended leaves the bars at once, not at the next progress tick
-        case .placed(let k, _, _, _, _), .fresh(let k), .paused(let k, _, _), .retrying(let k, _, _), .failed(let k, _, _):
+        case .placed(let k, _, _, _, _), .fresh(let k), .paused(let k, _, _), .retrying(let k, _, _), .failed(let k, _, _, _):
             lastProgress.removeAll { $0.key == k }
-        case .started, .progress, .stateError: break
+        case .started, .progress, .stateError, .held: break
         }
         switch event {
         case .progress(let transfers):
@@ -141,12 +144,17 @@ final class RunReporter {
             log("paused  \(name(k))  \(reason), \(ByteSize.format(offset)) kept for resume")
         case .retrying(let k, let message, let after):
             log("retry   \(name(k))  \(message); again in \(after)s")
-        case .failed(let k, let message, let retryAt):
+        case .failed(_, _, _, .some):
+            return  // the origin's `held` line speaks for it: one line per origin, not per resource
+        case .failed(let k, let message, let retryAt, nil):
             var text = "failed  \(name(k))  \(message)"
             if let retryAt { text += "; retry after " + TimeFormat.local(retryAt, clock: ZoneClock(TimeZone.current), withUTC: false) }
             log(text, error: true)
         case .stateError(let message):
             log("prefetch: error: \(message)", error: true)
+        case .held(let origin, let reason, let until, let resources):
+            log("failed  \(origin)  \(reason); \(resources) resource\(resources == 1 ? "" : "s") held until "
+                + TimeFormat.local(until, clock: ZoneClock(TimeZone.current), withUTC: false), error: true)
         }
     }
 

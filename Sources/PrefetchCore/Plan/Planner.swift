@@ -166,6 +166,15 @@ public enum Planner {
                 item.reason = dueReason
                 item.windowEnd = open.flatMap { $0.close == Int64.max ? nil : Instant(seconds: $0.close) }
             }
+            // A held origin (SPEC §6): what would be due or waiting waits for the hold's end,
+            // when one request probes the origin. Never believed beyond max_backoff from now.
+            if !input.state.originHolds.isEmpty, item.status == .due || item.status == .waiting,
+               let hold = input.state.originHolds[resource.url.origin], hold.until > now {
+                item.status = .backoff
+                item.reason = "origin held: \(hold.reason)"
+                item.next = min(hold.until, now + feed.retry.maxBackoff)
+                item.windowEnd = nil
+            }
             items.append(item)
         }
         return FeedPlan(name: feed.name, zoneName: feed.timeZoneName, clock: timing.clock,

@@ -7,8 +7,32 @@ public struct StateSnapshot: Sendable {
     public var meteredBytes: [MeteredDay: UInt64] = [:]
     /// Median transfer throughput of recent runs, bytes per second; nil before any.
     public var throughput: Double?
+    /// Origins held (SPEC §6), keyed by `scheme://host:port`.
+    public var originHolds: [String: OriginHold] = [:]
 
     public init() {}
+}
+
+/// An origin held after a connection-level failure or a 429/502/503/504 (SPEC §6): none of
+/// its resources is requested before `until`, when one request probes it again.
+public struct OriginHold: Sendable, Equatable {
+    /// `scheme://host:port`.
+    public var origin: String
+    public var until: Instant
+    /// "HTTP 503", "connection refused".
+    public var reason: String
+    /// When the hold began (the first failure of this streak).
+    public var since: Instant
+    /// Consecutive failed requests to the origin (the origin's own backoff).
+    public var failures: Int
+
+    public init(origin: String, until: Instant, reason: String, since: Instant, failures: Int) {
+        self.origin = origin
+        self.until = until
+        self.reason = reason
+        self.since = since
+        self.failures = failures
+    }
 }
 
 /// A feed's metered usage on one local day.

@@ -269,6 +269,12 @@ public final class StateStore {
             snapshot.meteredBytes[MeteredDay(feed: metered.text(0) ?? "", day: metered.text(1) ?? "")] =
                 UInt64(bitPattern: metered.int(2) ?? 0)
         }
+        let holds = try db.prepare("SELECT origin, until, reason, since, failures FROM origin_holds")
+        while try holds.step() {
+            let origin = holds.text(0) ?? ""
+            snapshot.originHolds[origin] = OriginHold(origin: origin, until: holds.instant(1) ?? Instant(seconds: 0), reason: holds.text(2) ?? "",
+                                                      since: holds.instant(3) ?? Instant(seconds: 0), failures: Int(holds.int(4) ?? 1))
+        }
         let runs = try db.prepare("""
             SELECT body_bytes / transfer_seconds FROM runs
             WHERE body_bytes >= 1048576 AND transfer_seconds > 0 ORDER BY finished_at DESC LIMIT 20
@@ -402,6 +408,19 @@ public final class StateStore {
     }
 
     /// Adds bytes moved over a metered link to a feed's local day.
+    /// Holds an origin (or extends its hold).
+    public func holdOrigin(_ hold: OriginHold) throws(SQLiteError) {
+        try db.run("""
+            INSERT INTO origin_holds (origin, until, reason, since, failures) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (origin) DO UPDATE SET until = excluded.until, reason = excluded.reason, failures = excluded.failures
+            """, [.text(hold.origin), .instant(hold.until), .text(hold.reason), .instant(hold.since), .int(Int64(hold.failures))])
+    }
+
+    /// An answer came from the origin: its hold ends.
+    public func clearOrigin(_ origin: String) throws(SQLiteError) {
+        try db.run("DELETE FROM origin_holds WHERE origin = ?", [.text(origin)])
+    }
+
     public func addMeteredBytes(_ day: MeteredDay, _ bytes: UInt64) throws(SQLiteError) {
         try db.run("""
             INSERT INTO metered_usage (feed, day, bytes) VALUES (?, ?, ?)

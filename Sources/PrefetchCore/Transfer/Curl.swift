@@ -1,5 +1,6 @@
 internal import CCurl
 internal import CShims
+import Glibc
 
 /// A libcurl error with curl's words for it.
 struct CurlError: Error, CustomStringConvertible {
@@ -154,6 +155,13 @@ final class CurlEasy {
         return String(cString: pointer)
     }
 
+    /// The system's errno of the last connection attempt (CURLINFO_OS_ERRNO), 0 when none.
+    var osErrno: Int32 {
+        var value = 0
+        guard CShims_easy_getinfo_long(handle, CURLINFO_OS_ERRNO, &value) == CURLE_OK else { return 0 }
+        return Int32(value)
+    }
+
     static func describe(_ code: Int32) -> String {
         String(cString: curl_easy_strerror(CURLcode(rawValue: UInt32(code))))
     }
@@ -252,4 +260,23 @@ enum CurlGlobal {
         Int32(CURLE_SSL_CIPHER.rawValue), Int32(CURLE_SSL_ISSUER_ERROR.rawValue),
     ]
     static let unsupportedProtocol = Int32(CURLE_UNSUPPORTED_PROTOCOL.rawValue)
+
+    /// A libcurl result that says the origin itself is unreachable (SPEC §6): no response
+    /// came, and the connection could not be made or was lost before one. Its cause in
+    /// words, or nil (a certificate that fails verification is the resource's error).
+    static func connectionFailure(_ code: Int32, osErrno: Int32) -> String? {
+        switch CURLcode(rawValue: UInt32(code)) {
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: return "DNS failure"
+        case CURLE_COULDNT_CONNECT:
+            switch osErrno {
+            case ECONNREFUSED: return "connection refused"
+            case ENETUNREACH, EHOSTUNREACH: return "unreachable"
+            case ETIMEDOUT: return "connect timeout"
+            default: return "cannot connect"
+            }
+        case CURLE_OPERATION_TIMEDOUT: return "timed out before a response"
+        case CURLE_GOT_NOTHING, CURLE_RECV_ERROR, CURLE_SEND_ERROR: return "connection reset before a response"
+        default: return nil
+        }
+    }
 }

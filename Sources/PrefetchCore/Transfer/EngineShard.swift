@@ -274,6 +274,7 @@ final class EngineShard: @unchecked Sendable {
             }
             deactivate(transfer)
             release(transfer, reusable: code == CurlGlobal.ok && removed)
+            defer { originAnswered(transfer, outcome) }
             switch outcome {
             case .redirect:
                 continue
@@ -289,6 +290,15 @@ final class EngineShard: @unchecked Sendable {
                 fail(transfer, failure)
             }
         }
+    }
+
+    /// Whether the origin answered: any HTTP response but 429/502/503/504 ends its hold
+    /// (in the run and in state.db); a request that got none lets the next one probe.
+    private func originAnswered(_ transfer: Transfer, _ outcome: TransferOutcome) {
+        var answered = transfer.machine.head.status != 0
+        if case .failed(let failure) = outcome, failure.holdsOrigin != nil { answered = false }
+        let origin = transfer.job.resource.url.origin
+        if board.transferEnded(origin: origin, answered: answered) { ledger.originCleared(origin) }
     }
 
     /// fsync, rename into place, fsync the folder, then record — in that order (SPEC §3).
@@ -358,9 +368,23 @@ final class EngineShard: @unchecked Sendable {
     /// (a full disk), the job is retried within the run, or the failure is recorded and shown.
     private func retryOrReport(_ job: TransferJob, _ failure: TransferFailure, transfer: Transfer?) {
         let now = clock()
+        var failure = failure
+        let origin = failure.holdsOrigin.map { _ in job.resource.url.origin }
+        var heldUntil: Instant?
+        if let origin, let cause = failure.holdsOrigin {
+            // The whole origin is held (SPEC §6); this resource's retry is the probe, at the hold's end.
+            let (hold, wait, forTheRun) = board.holdOrigin(origin, cause: cause, retryAfter: failure.retryAfter, policy: job.feed.retry,
+                                                           startedAt: transfer.map { Instant($0.startedAt) } ?? now, now: now,
+                                                           failed: job.key, using: &random)
+            ledger.originHeld(hold)
+            failure.retryAfter = wait
+            if forTheRun { heldUntil = hold.until }
+        }
         let durable = transfer.flatMap { $0.syncedOffset > 0 ? $0.partialRecord(syncedOffset: $0.syncedOffset, at: now) : nil }
-        let action = TransferStateMachine.afterFailure(failure, failures: job.failures, policy: job.feed.retry, durable: durable,
+        var action = TransferStateMachine.afterFailure(failure, failures: job.failures, policy: job.feed.retry, durable: durable,
                                                        now: now, using: &random)
+        // Held for the rest of the run: no probe follows in it; the resource waits for the hold's end.
+        if let heldUntil, case .retry = action { action = .report(nextRetry: heldUntil) }
         let nextRetry: Instant?
         switch action {
         case .pauseEverything:
@@ -387,9 +411,10 @@ final class EngineShard: @unchecked Sendable {
             board.emit(.retrying(job.key, message: failure.message, after: wait))
             return
         }
+        if let origin { board.holdForTheRun(origin) }  // no further probe in this run
         summary.failed += 1
         summary.failures.append((job.key, failure.message))
-        board.emit(.failed(job.key, message: failure.message, retryAt: nextRetry))
+        board.emit(.failed(job.key, message: failure.message, retryAt: nextRetry, origin: origin))
     }
 
     // MARK: Pausing and durability

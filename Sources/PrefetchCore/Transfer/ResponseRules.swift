@@ -167,9 +167,10 @@ enum ResponseRules {
         switch status {
         case 401, 403, 404, 410:
             return .failed(failure(.permanent, "HTTP \(status)", discard: false, head))
-        case 408, 429, 503:  // 408 Request Timeout is transient too, as for curl --retry
+        case 408, 429, 502, 503, 504:  // 408 Request Timeout is transient too, as for curl --retry
             var failed = failure(.transient, "HTTP \(status)", discard: false, head)
             failed.retryAfter = retryAfter(head.retryAfter, now: now())
+            if status != 408 { failed.holdsOrigin = "HTTP \(status)" }  // SPEC §6: the origin is overloaded or down
             return .failed(failed)
         case 500..<600:
             return .failed(failure(.transient, "HTTP \(status)", discard: false, head))

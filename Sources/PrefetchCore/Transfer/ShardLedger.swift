@@ -59,6 +59,14 @@ struct ShardLedger {
         record { state in try state.deletePartial(key) }
     }
 
+    mutating func originHeld(_ hold: OriginHold) {
+        record { state in try state.holdOrigin(hold) }
+    }
+
+    mutating func originCleared(_ origin: String) {
+        record { state in try state.clearOrigin(origin) }
+    }
+
     mutating func meteredBytes(_ day: MeteredDay, _ count: UInt64) {
         record { state in try state.addMeteredBytes(day, count) }
     }

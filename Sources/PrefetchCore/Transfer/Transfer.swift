@@ -343,6 +343,7 @@ final class Transfer {
         if machine.failure == nil, let error = body?.flush() { machine.cannotWrite(error) }
         let easy = easy
         switch machine.ended(cleanly: curlCode == CurlGlobal.ok, tlsError: CurlGlobal.tlsErrors.contains(curlCode),
+                             connectionFailure: CurlGlobal.connectionFailure(curlCode, osErrno: easy.osErrno),
                              describe: { easy.describe(curlCode) }, redirectURL: { easy.redirectURL }, maxRedirects: maxRedirects, now: Date()) {
         case .follow(let request):
             return .redirect(request)

@@ -11,7 +11,10 @@ enum RunEvent {
     case fresh(ResourceKey)
     case paused(ResourceKey, reason: String, offset: UInt64)
     case retrying(ResourceKey, message: String, after: Int64)
-    case failed(ResourceKey, message: String, retryAt: Instant?)
+    /// `origin`: the failure held its origin (SPEC §6), whose `held` line speaks for it in text.
+    case failed(ResourceKey, message: String, retryAt: Instant?, origin: String? = nil)
+    /// An origin held at the end of the run, with the resources held with it (SPEC §6).
+    case held(origin: String, reason: String, until: Instant, resources: Int)
     /// state.db could not be written (once per run): not about one resource.
     case stateError(String)
 }
@@ -103,7 +106,9 @@ final class TransferEngine {
     /// Runs `jobs` in order. `pauseReason(feed)` is asked every few seconds (window closed,
     /// condition lost), from any shard's thread but one call at a time; `stopRequested`
     /// every loop of every shard (a signal).
-    func run(_ jobs: [TransferJob], pauseReason: @escaping (Feed) -> String?, stopRequested: @escaping () -> Bool) -> EngineSummary {
+    /// `holds`: the origins state.db holds (SPEC §6).
+    func run(_ jobs: [TransferJob], holds: [String: OriginHold] = [:], pauseReason: @escaping (Feed) -> String?,
+             stopRequested: @escaping () -> Bool) -> EngineSummary {
         let now = Date().timeIntervalSince1970
         var limiters: [String: RateLimiter] = [:]
         var allowances: [String: MeteredAllowance] = [:]
@@ -142,7 +147,7 @@ final class TransferEngine {
         }
         count = multis.count
         let pool = BufferPool()
-        let board = RunBoard(jobs: jobs, state: state, syncsFolders: !cache.syncIsFree, shards: count, faults: faults,
+        let board = RunBoard(jobs: jobs, state: state, syncsFolders: !cache.syncIsFree, shards: count, faults: faults, holds: holds,
                              pauseReason: pauseReason, onEvent: onEvent)
         let shards = (0..<count).map { index in
             EngineShard(multi: multis[index],
@@ -166,6 +171,9 @@ final class TransferEngine {
         done.wait()
         pool.waitForHashing()
         board.write([], force: true)
+        for held in board.heldOrigins() {  // one line per origin, not per resource
+            board.emit(.held(origin: held.origin, reason: held.reason, until: held.until, resources: held.resources))
+        }
         return shards.dropFirst().reduce(into: shards[0].summary) { total, shard in
             let part = shard.summary
             total.placed += part.placed

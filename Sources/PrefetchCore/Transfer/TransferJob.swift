@@ -71,6 +71,9 @@ struct TransferFailure: Error, Equatable {
     /// Whether the partial must be thrown away.
     var discardPartial: Bool
     var httpStatus: Int?
+    /// Why this failure holds the whole origin (SPEC §6: "HTTP 503", "connection refused"),
+    /// or nil: a failure of this resource alone.
+    var holdsOrigin: String? = nil
 
     /// libcurl itself failed (an option refused, a handle not made, the multi handle):
     /// transient, the partial kept.

@@ -386,13 +386,16 @@ struct TransferStateMachine {
     /// The exchange ended with libcurl's `curlCode` (`describe` gives its words). Classifies
     /// it: libcurl's error when no response came, else `ResponseRules.onEnd` (the status,
     /// the bytes on disk, the manifest's checks).
-    mutating func ended(cleanly: Bool, tlsError: Bool, describe: () -> String, redirectURL: () -> String?, maxRedirects: Int,
-                        now: Date) -> EndAction {
+    /// `connectionFailure`: the cause, when libcurl says the origin could not be reached
+    /// (`CurlGlobal.connectionFailure`): such a failure holds the origin (SPEC §6).
+    mutating func ended(cleanly: Bool, tlsError: Bool, connectionFailure: String? = nil, describe: () -> String, redirectURL: () -> String?,
+                        maxRedirects: Int, now: Date) -> EndAction {
         if let failure { return .fail(failure) }
         precondition(state == .receiving || state == .discarding || (state == .connecting && !bodyBeginsAtEnd(cleanly: cleanly)))
         if head.status == 0 {
             return fail(TransferFailure(kind: tlsError ? .permanent : .transient, message: tlsError ? "TLS: \(describe())" : describe(),
-                                        retryAfter: nil, discardPartial: false, httpStatus: nil))
+                                        retryAfter: nil, discardPartial: false, httpStatus: nil,
+                                        holdsOrigin: tlsError ? nil : connectionFailure))
         }
         switch ResponseRules.onEnd(asked, head, onDisk: offset, cleanly: cleanly, cut: describe(), now: now) {
         case .redirect:
