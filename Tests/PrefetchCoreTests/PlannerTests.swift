@@ -342,6 +342,37 @@ import TestSupport
         #expect(RunPass.conditionLost(battery40, mains) == nil)  // on mains the level does not matter
     }
 
+    /// SPEC §6: a held origin turns what would be due or waiting into `backoff` with the
+    /// hold's cause, until its end — when the daemon wakes; what is fresh, deferred or of
+    /// another origin is untouched, and an ended hold holds nothing back.
+    @Test func aHeldOriginDefersItsDueResourcesToTheHoldsEnd() {
+        let now = Self.at("2026-11-30T03:00:00+01:00")
+        let feed = Self.feed("""
+            refresh: 1h
+            resources:
+              - url: https://down.example/a.bin
+              - url: https://down.example/b.bin
+                not_before: "2030-01-01T00:00:00Z"
+              - url: https://up.example/c.bin
+            """)
+        var state = StateSnapshot()
+        let until = now.advanced(bySeconds: 300)
+        state.originHolds["https://down.example:443"] = OriginHold(origin: "https://down.example:443", until: until, reason: "HTTP 503",
+                                                                    since: now, failures: 1)
+        let plan = Planner.plan(PlanInput(feeds: [feed], state: state, cached: [], conditions: ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test"),
+                                          now: now, machineID: nil))
+        let items = Dictionary(uniqueKeysWithValues: plan.feeds[0].items.map { ($0.path, $0) })
+        #expect(items["a.bin"]?.status == .backoff && items["a.bin"]?.reason == "origin held: HTTP 503" && items["a.bin"]?.next == until)
+        #expect(items["b.bin"]?.status == .deferred && items["b.bin"]?.reason == "embargo")
+        #expect(items["c.bin"]?.status == .due)
+        let onlyHeld = Planner.plan(PlanInput(feeds: [Self.feed("refresh: 1h\nresources:\n  - url: https://down.example/a.bin\n")], state: state,
+                                              cached: [], conditions: ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test"), now: now, machineID: nil))
+        #expect(RunPass.nextWakeup(onlyHeld, recheck: 60) == until, "the daemon does not wake when the hold ends")
+        let later = Planner.plan(PlanInput(feeds: [feed], state: state, cached: [], conditions: ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test"),
+                                           now: until, machineID: nil))
+        #expect(later.feeds[0].items.first { $0.path == "a.bin" }?.status == .due)
+    }
+
     /// The daemon's next wake-up: work waiting on conditions (which no clock announces) is
     /// re-checked after `recheck` seconds, not at once; due work is at once.
     @Test func theDaemonWakesForConditionsAfterARecheckNotAtOnce() {
