@@ -39,6 +39,13 @@ import PrefetchCore
                 if !fine { Issue.record("unexpected file in the cache: \(name)", sourceLocation: sourceLocation) }
                 continue
             }
+            // A feed's reader index (SPEC §6): prefetch's own, always whole JSON.
+            let parts = name.split(separator: "/")
+            if parts.count == 2, parts[1] == ".prefetch-index.json" {
+                let data = (try? Data(contentsOf: root.appendingPathComponent(name))) ?? Data()
+                if (try? JSONSerialization.jsonObject(with: data)) == nil { Issue.record("\(name) is not whole JSON", sourceLocation: sourceLocation) }
+                continue
+            }
             guard let candidates = allowed[name] else {
                 Issue.record("unexpected file in the cache (half-written or stray): \(name)", sourceLocation: sourceLocation)
                 continue

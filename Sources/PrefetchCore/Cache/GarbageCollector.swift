@@ -79,6 +79,8 @@ public enum GarbageCollector {
     private static func prune(_ feedFolder: FileDescriptor, feed: String, keeping listed: Set<String>, into removals: inout [Removal]) {
         func walk(_ folder: FileDescriptor, _ relative: String, _ above: [(parent: FileDescriptor, name: String, folder: FileDescriptor)]) {
             for entry in FileSystem.entries(in: folder) {
+                // The feed's reader index (and its temporary name) is prefetch's own: never pruned.
+                if relative.isEmpty, entry.name == CacheLayout.index || entry.name == CacheLayout.indexTemp { continue }
                 let child = relative.isEmpty ? entry.name : relative + "/" + entry.name
                 if entry.kind == .directory {
                     // Opened without following: a folder swapped for a symlink since the listing is skipped.

@@ -46,6 +46,16 @@ enum GCCommand {
                     code = .failure
                 }
             }
+            // The reader index of every feed that lost files.
+            let changed = Set(removals.map { String($0.path.prefix { $0 != "/" }) })
+            if !changed.isEmpty, let state = session?.state, let snapshot = try? state.snapshot() {
+                let cached = CacheListing.present(feeds, in: cache)
+                let plan = Planner.plan(PlanInput(feeds: feeds, state: snapshot, cached: cached,
+                                                  conditions: ConditionProbes().snapshot(config: config, cache: config.cache), now: now,
+                                                  machineID: settings.machineID))
+                IndexWriter.write(feeds.filter { changed.contains($0.name) }, plan: plan, state: snapshot, cached: cached, cache: cache,
+                                  now: now, console: context.console)
+            }
         }
         out += "gc: \(removals.count) \(removals.count == 1 ? "file" : "files")" + (dryRun ? " would be removed\n" : " removed\n")
         context.console.out(out)

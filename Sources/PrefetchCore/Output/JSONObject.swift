@@ -50,6 +50,11 @@ struct JSONObject {
         text += object.line
     }
 
+    mutating func add(_ name: String, objects: [JSONObject]) {
+        key(name)
+        text += "[" + objects.map(\.line).joined(separator: ",") + "]"
+    }
+
     /// The object, without a newline.
     var line: String { text + "}" }
 

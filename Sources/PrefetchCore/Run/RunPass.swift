@@ -110,6 +110,7 @@ struct RunPass {
 
         // Releases with nothing left to do are finished; then the clean-up of `gc`.
         var nextWakeup: Instant?
+        var changed = summary.changedFeeds
         let settled: Set<ResourceStatus> = [.due, .fresh, .expired, .failed]
         if !wantsNextWakeup, !stopRequested(), !summary.diskFull, summary.failed == 0, summary.paused == 0,
            summary.placed + summary.fresh == jobs.count,
@@ -136,6 +137,12 @@ struct RunPass {
                 console.err("prefetch: warning: cannot remove \(removal.path): \(error)\n")
             }
             for removal in removals { if let key = removal.key { recordState { try state.deleteResource(key) } } }
+            changed.formUnion(removals.compactMap { $0.key?.feed })
+        }
+        // The reader index of every feed whose files or state changed (and of one that has none yet).
+        let indexed = feeds.filter { changed.contains($0.name) || !cache.hasIndex(feed: $0.name) }
+        if !indexed.isEmpty, let (after, snapshotAfter, cachedAfter) = makePlan() {
+            IndexWriter.write(indexed, plan: after, state: snapshotAfter, cached: cachedAfter, cache: cache, now: clock(), console: console)
         }
         let seconds = Date().timeIntervalSince(started)
         if summary.bodyBytes > 0 || summary.placed > 0 {

@@ -285,6 +285,7 @@ final class EngineShard: @unchecked Sendable {
                 if transfer.file != nil || transfer.job.partial != nil { cache.removePartial(transfer.partialName) }
                 attempt(transfer, outcome: "not modified", error: nil)
                 summary.fresh += 1
+                summary.changedFeeds.insert(transfer.job.feed.name)
                 board.emit(.fresh(transfer.job.key))
             case .failed(let failure):
                 fail(transfer, failure)
@@ -344,6 +345,7 @@ final class EngineShard: @unchecked Sendable {
         ledger.validated(transfer, validators: validators, length: bytes, sha256: sha256, placedIn: [folder] + createdIn, at: clock())
         attempt(transfer, outcome: "placed", error: nil)
         summary.placed += 1
+        summary.changedFeeds.insert(transfer.job.feed.name)
         board.emit(.placed(transfer.job.key, bytes: bytes, received: transfer.received, resumedAt: transfer.requestedFrom,
                            seconds: Date().timeIntervalSince(transfer.startedAt)))
     }
@@ -414,6 +416,7 @@ final class EngineShard: @unchecked Sendable {
         if let origin { board.holdForTheRun(origin) }  // no further probe in this run
         summary.failed += 1
         summary.failures.append((job.key, failure.message))
+        summary.changedFeeds.insert(job.feed.name)
         board.emit(.failed(job.key, message: failure.message, retryAt: nextRetry, origin: origin))
     }
 

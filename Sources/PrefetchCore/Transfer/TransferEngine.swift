@@ -40,6 +40,9 @@ struct EngineSummary {
     var transferSeconds: Double = 0
     var diskFull = false
     var failures: [(ResourceKey, String)] = []
+    /// Feeds whose files or their state changed (placed, revalidated, failed): their
+    /// reader index is written anew.
+    var changedFeeds: Set<String> = []
 }
 
 /// Runs transfers within the limits of SPEC §5 and writes every outcome to state.db as it
@@ -184,6 +187,7 @@ final class TransferEngine {
             total.transferSeconds = max(total.transferSeconds, part.transferSeconds)  // they ran side by side
             total.diskFull = total.diskFull || part.diskFull
             total.failures += part.failures
+            total.changedFeeds.formUnion(part.changedFeeds)
         }
     }
 

@@ -3,6 +3,8 @@ public enum RelativePath {
     /// Nil when `path` is safe to join under `CACHE/<feed>/`, else why not
     /// (with the character offset of the offending part).
     public static func problem(_ path: String) -> ValueError? {
+        // SPEC §6: names beginning `.prefetch` are prefetch's own (the reader index, generations).
+        if path.hasPrefix(".prefetch") { return ValueError("a path cannot start with '.prefetch': prefetch keeps its own files under that name") }
         if isPlainASCII(path) { return nil }
         if path.isEmpty { return ValueError("a path cannot be empty") }
         if path.hasPrefix("/") { return ValueError("a path must be relative to the feed's folder, not absolute") }

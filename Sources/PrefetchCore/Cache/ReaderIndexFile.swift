@@ -1,0 +1,45 @@
+import Foundation
+
+extension CacheLayout {
+    /// `CACHE/<feed>/.prefetch-index.json`: what a reader application reads (SPEC §6).
+    public static let index = ".prefetch-index.json"
+    /// Its temporary name while it is written (hidden, never taken for the index).
+    static let indexTemp = ".prefetch-index.json.tmp"
+}
+
+extension CacheFolder {
+    /// Replaces `CACHE/<feed>/.prefetch-index.json` with `text` atomically: a hidden
+    /// temporary file in the feed's folder, fsync, rename, then the folder's fsync — all
+    /// under the feed folder's descriptor, opened below the root without following a
+    /// symlink. A reader sees the old index or the new one, whole.
+    func writeIndex(feed: String, _ text: String) -> Result<Void, CacheError> {
+        let where_ = "\(path)/\(feed)/\(CacheLayout.index)"
+        let folder: FileDescriptor
+        switch SafePath.openFolders([Substring(feed)], below: root, create: true) {
+        case .success(let opened): folder = opened
+        case .failure(let error): return .failure(.unsafePath(error.description))
+        }
+        let file: FileDescriptor
+        switch FileDescriptor.open(CacheLayout.indexTemp, relativeTo: folder, flags: O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW) {
+        case .success(let opened): file = opened
+        case .failure(let error): return .failure(.cannotWrite(where_, error.description))
+        }
+        var bytes = Array(text.utf8)
+        let written = bytes.withUnsafeMutableBytes { file.write(UnsafeRawBufferPointer($0)) }.flatMap { file.sync() }
+        if case .failure(let error) = written {
+            _ = FileSystem.remove(CacheLayout.indexTemp, in: folder)  // the old index stays; a stale temp is overwritten next time
+            return .failure(.cannotWrite(where_, error.description))
+        }
+        if case .failure(let error) = FileSystem.rename(CacheLayout.indexTemp, in: folder, to: CacheLayout.index, in: folder) {
+            return .failure(.cannotWrite(where_, error.description))
+        }
+        if !syncIsFree, case .failure(let error) = folder.sync() { return .failure(.cannotWrite("\(path)/\(feed)", "fsync: \(error)")) }
+        return .success(())
+    }
+
+    /// Whether the feed's index exists (a first pass writes it even when nothing changed).
+    func hasIndex(feed: String) -> Bool {
+        guard case .success(let folder) = SafePath.openFolders([Substring(feed)], below: root, create: false) else { return false }
+        return FileSystem.status(of: CacheLayout.index, in: folder).isSuccess
+    }
+}
