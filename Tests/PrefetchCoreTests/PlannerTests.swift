@@ -268,6 +268,26 @@ import TestSupport
                 == MachineID(value: "env", source: "PREFETCH_MACHINE_ID"))
     }
 
+    /// SPEC §6: an image's baked placeholder (an empty file, or `uninitialized` before first
+    /// boot) is no id, and the search stops there: the dbus copy is as baked. Jitter is 0
+    /// and the plan says why. An empty PREFETCH_MACHINE_ID counts as unset.
+    @Test func aBakedMachineIDIsNoID() throws {
+        let folder = try TemporaryFolder()
+        let dbus = try folder.write("dbus-id", "baked-copy\n")
+        for placeholder in ["", "\n", "uninitialized\n"] {
+            let etc = try folder.write("machine-id", placeholder)
+            let found = try #require(MachineID.find(environment: ["PREFETCH_MACHINE_ID": " "], config: Config(), files: [etc, dbus]))
+            #expect(!found.usable && found.usableValue == nil && found.source == etc, "\(placeholder.debugDescription)")
+            let feed = Self.feed("jitter: 2h\n" + Self.one)
+            let now = Self.at("2026-11-30T03:00:00+01:00")
+            let plan = Planner.plan(PlanInput(feeds: [feed], state: StateSnapshot(), cached: [], now: now, machineID: found))
+            #expect(plan.feeds[0].jitterOffset == 0)
+            let text = PlanRenderer().text(plan)
+            #expect(text.contains("the image baked no usable machine id"), "\(text)")
+            #expect(PlanRenderer().json(plan).contains("\"machine_id_problem\""))
+        }
+    }
+
     @Test func dueWorkIsOrderedByPriorityWindowEndAndSize() throws {
         let a = Self.feed("name: a\n" + Self.berlin + "window: \"01:00-05:00\"\nresources:\n"
             + "  - { url: \"https://e.com/big\", size: 5MiB }\n  - { url: \"https://e.com/small\", size: 1MiB }\n"

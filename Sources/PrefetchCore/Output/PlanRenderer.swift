@@ -29,7 +29,10 @@ public struct PlanRenderer {
             line.add("current_release", feed.currentRelease.map { TimeFormat.rfc3339($0, clock: feed.clock) })
             line.add("jitter_s", feed.jitterOffset)
             line.add("jitter_max_s", feed.jitter.seconds)
-            line.add("machine_id_source", plan.machineID?.source)
+            line.add("machine_id_source", plan.machineID.flatMap { $0.usable ? $0.source : nil })
+            if let id = plan.machineID, !id.usable {
+                line.add("machine_id_problem", "\(id.source) is \(id.value.isEmpty ? "empty" : id.value): the image baked no usable machine id")
+            }
             line.add("window_open", feed.windowOpen)
             var conditions = JSONObject()
             conditions.add("network", plan.conditions.metered ? "metered" : "unmetered")
@@ -116,7 +119,9 @@ public struct PlanRenderer {
         if when.isEmpty { when.append("released when the previous release finished longer than refresh ago") }
         out += "  " + when.joined(separator: " · ") + "\n"
         if feed.jitter.seconds > 0 {
-            if let id = plan.machineID {
+            if let id = plan.machineID, !id.usable {
+                out += "  jitter \(feed.jitter): the image baked no usable machine id (\(id.source) is \(id.value.isEmpty ? "empty" : id.value)), so no jitter (set PREFETCH_MACHINE_ID or machine_id, or let the machine boot once)\n"
+            } else if let id = plan.machineID {
                 out += "  jitter \(feed.jitter): this machine waits \(TimeSpan(seconds: feed.jitterOffset)) (machine id from \(id.source))\n"
             } else {
                 out += "  jitter \(feed.jitter): no machine id found, so no jitter (set PREFETCH_MACHINE_ID or machine_id)\n"

@@ -56,7 +56,7 @@ public enum Planner {
 
     static func planFeed(_ feed: Feed, input: PlanInput) -> FeedPlan {
         let now = input.now
-        let timing = FeedTiming(feed, machineID: input.machineID?.value)
+        let timing = FeedTiming(feed, machineID: input.machineID?.usableValue)
         let feedState = input.state.feeds[feed.name].map { recorded in
             var state = recorded
             state.lastRelease = believed(recorded.lastRelease, now: now, else: now)

@@ -96,7 +96,7 @@ struct RunPass {
         let engine = TransferEngine(cache: cache, state: state, config: config, environment: settings.environment,
                                     threads: settings.transferThreads, bootID: settings.bootID, faults: settings.faults,
                                     metered: lastProbe.metered, meteredUsedToday: meteredUsedToday, clock: clock, onEvent: reporter.handle)
-        let timings = Dictionary(feeds.map { ($0.name, FeedTiming($0, machineID: machineID?.value)) }, uniquingKeysWith: { a, _ in a })
+        let timings = Dictionary(feeds.map { ($0.name, FeedTiming($0, machineID: machineID?.usableValue)) }, uniquingKeysWith: { a, _ in a })
         let summary = engine.run(jobs, holds: snapshot.originHolds, pauseReason: { feed in
             let now = clock()
             if let timing = timings[feed.name], timing.openInterval(at: now) == nil { return "window closed" }
