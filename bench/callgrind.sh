@@ -35,4 +35,5 @@ for bin in $BINS; do
         "$bin" run --feeds "$work/feeds" --cache "$work/b" --config "$work/config.yaml" --quiet >/dev/null 2>"$work/vg.err" ||
         { echo "bench/callgrind.sh: $bin failed: $(tail -3 "$work/vg.err")" >&2; exit 1; }
     printf '%-50s %s\n' "$bin" "$(sed -n 's/.*Collected : //p' "$work/vg.err")"
+    [ -n "${KEEP:-}" ] && cp "$work/cg.out" "$KEEP.$(basename "$(dirname "$(dirname "$bin")")")"
 done

@@ -12,7 +12,7 @@ extension CacheFolder {
     /// temporary file in the feed's folder, fsync, rename, then the folder's fsync — all
     /// under the feed folder's descriptor, opened below the root without following a
     /// symlink. A reader sees the old index or the new one, whole.
-    func writeIndex(feed: String, _ text: String) -> Result<Void, CacheError> {
+    func writeIndex(feed: String, _ bytes: [UInt8]) -> Result<Void, CacheError> {
         let where_ = "\(path)/\(feed)/\(CacheLayout.index)"
         let folder: FileDescriptor
         switch SafePath.openFolders([Substring(feed)], below: root, create: true) {
@@ -24,8 +24,7 @@ extension CacheFolder {
         case .success(let opened): file = opened
         case .failure(let error): return .failure(.cannotWrite(where_, error.description))
         }
-        var bytes = Array(text.utf8)
-        let written = bytes.withUnsafeMutableBytes { file.write(UnsafeRawBufferPointer($0)) }.flatMap { file.sync() }
+        let written = bytes.withUnsafeBytes { file.write($0) }.flatMap { syncIsFree ? .success(()) : file.sync() }
         if case .failure(let error) = written {
             _ = FileSystem.remove(CacheLayout.indexTemp, in: folder)  // the old index stays; a stale temp is overwritten next time
             return .failure(.cannotWrite(where_, error.description))

@@ -12,12 +12,22 @@ struct JSONObject {
         text += first ? "" : ","
         first = false
         // Field names are this file's own constants: plain ASCII, nothing to escape.
-        text += "\"" + name + "\":"
+        text += "\""
+        text += name
+        text += "\":"
     }
 
     mutating func add(_ name: String, _ value: String?) {
         key(name)
-        text += value.map(JSONObject.quote) ?? "null"
+        guard let value else { return text += "null" }
+        // Most values need no escaping: appended in place, no quoted copy made.
+        if value.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            text += "\""
+            text += value
+            text += "\""
+        } else {
+            text += JSONObject.quote(value)
+        }
     }
 
     mutating func add(_ name: String, _ value: Int64?) {

@@ -1,16 +1,28 @@
 /// A feed's reader index (SPEC §6), `CACHE/<feed>/.prefetch-index.json`: what a kiosk
 /// application reads to know what is offline and whether the release in force arrived.
 /// Built from the plan made after a pass, state.db and what is cached; pure.
+///
+/// Written as bytes, not through `JSONObject`'s strings: it is rewritten after every pass
+/// that changed the feed (2,000 304s included), and appending to a String cost 350
+/// instructions a piece there (7 % of a 2,000-file run's; `docs/BENCHMARKS.md`).
 enum ReaderIndex {
-    /// One JSON object (and a newline). `updated` is when it was written. Times are RFC 3339
+    /// One JSON object and a newline. `updated` is when it was written. Times are RFC 3339
     /// in the feed's zone, as in `plan --json`.
     static func render(_ feed: Feed, plan: FeedPlan, state: StateSnapshot, cached: Set<ResourceKey>,
-                       size: (Resource) -> UInt64?, updated: Instant) -> String {
+                       size: (Resource) -> UInt64?, updated: Instant) -> [UInt8] {
         let clock = plan.clock
-        func time(_ instant: Instant?) -> String? { instant.map { TimeFormat.rfc3339($0, clock: clock) } }
+        // Files placed together share their second: each second is formatted once.
+        var formatted: [Int64: [UInt8]] = [:]
+        func time(_ instant: Instant?) -> [UInt8]? {
+            guard let seconds = instant?.seconds else { return nil }
+            if let known = formatted[seconds] { return known }
+            let text = Array(TimeFormat.rfc3339(seconds: seconds, clock: clock).utf8)
+            formatted[seconds] = text
+            return text
+        }
         let items = Dictionary(plan.items.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
-        var files: [JSONObject] = []
-        var missing: [JSONObject] = []
+        var files = Writer(capacity: 64 + feed.resources.count * 360)
+        var missing = Writer(capacity: 64)
         var complete = true
         for resource in feed.resources {
             let key = ResourceKey(feed: feed.name, path: resource.path)
@@ -19,34 +31,106 @@ enum ReaderIndex {
             // What the release made due: all but what is embargoed or expired.
             let counts = !(item?.status == .expired || (item?.status == .deferred && item?.reason == "embargo"))
             guard cached.contains(key) else {
-                var entry = JSONObject()
-                entry.add("path", resource.path)
-                entry.add("state", item?.status.rawValue)
-                entry.add("reason", item?.reason)
-                missing.append(entry)
+                missing.open()
+                missing.field("path", string: resource.path)
+                missing.field("state", string: item?.status.rawValue)
+                missing.field("reason", string: item?.reason)
+                missing.close()
                 if counts { complete = false }
                 continue
             }
             let validated = record?.validatedAt
             let current = validated.map { at in plan.currentRelease.map { at >= $0 } ?? true } ?? false
             if counts && !current { complete = false }
-            var entry = JSONObject()
-            entry.add("path", resource.path)
-            entry.add("size", record?.length ?? size(resource))
-            entry.add("sha256", record?.sha256)
-            entry.add("url", resource.url.redacted)
-            entry.add("fetched", time(record?.placedAt))
-            entry.add("validated", time(validated))
-            entry.add("current", current)
-            files.append(entry)
+            files.open()
+            files.field("path", string: resource.path)
+            files.field("size", number: record?.length ?? size(resource))
+            files.field("sha256", string: record?.sha256)
+            files.field("url", string: resource.url.redacted)
+            files.field("fetched", raw: time(record?.placedAt))
+            files.field("validated", raw: time(validated))
+            files.field("current", bool: current)
+            files.close()
         }
-        var index = JSONObject()
-        index.add("feed", feed.name)
-        index.add("release", time(plan.currentRelease))
-        index.add("complete", complete)
-        index.add("updated", time(updated))
-        index.add("files", objects: files)
-        index.add("missing", objects: missing)
-        return index.line + "\n"
+        var index = Writer(capacity: files.bytes.count + missing.bytes.count + 256)
+        index.bytes.append(UInt8(ascii: "{"))
+        index.field("feed", string: feed.name, first: true)
+        index.field("release", raw: time(plan.currentRelease))
+        index.field("complete", bool: complete)
+        index.field("updated", raw: time(updated))
+        index.list("files", files.bytes)
+        index.list("missing", missing.bytes)
+        index.bytes.append(contentsOf: Array("}\n".utf8))
+        return index.bytes
+    }
+
+    /// JSON as bytes: objects of fields, in lists.
+    private struct Writer {
+        var bytes: [UInt8] = []
+        private var firstInList = true
+        private var firstField = true
+
+        init(capacity: Int) { bytes.reserveCapacity(capacity) }
+
+        mutating func open() {
+            if !firstInList { bytes.append(UInt8(ascii: ",")) }
+            firstInList = false
+            bytes.append(UInt8(ascii: "{"))
+            firstField = true
+        }
+
+        mutating func close() { bytes.append(UInt8(ascii: "}")) }
+
+        private mutating func key(_ name: StaticString, first: Bool) {
+            if !(first || firstField) { bytes.append(UInt8(ascii: ",")) }
+            firstField = false
+            bytes.append(UInt8(ascii: "\""))
+            bytes.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+            bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+        }
+
+        mutating func field(_ name: StaticString, string value: String?, first: Bool = false) {
+            key(name, first: first)
+            guard var value else { return bytes.append(contentsOf: Self.null) }
+            let plain = value.withUTF8 { utf8 in
+                utf8.allSatisfy { $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
+            }
+            if plain {
+                bytes.append(UInt8(ascii: "\""))
+                value.withUTF8 { bytes.append(contentsOf: $0) }
+                bytes.append(UInt8(ascii: "\""))
+            } else {
+                bytes.append(contentsOf: Array(JSONObject.quote(value).utf8))
+            }
+        }
+
+        /// A value already quoted JSON text would need: here an RFC 3339 time, quoted.
+        mutating func field(_ name: StaticString, raw value: [UInt8]?) {
+            key(name, first: false)
+            guard let value else { return bytes.append(contentsOf: Self.null) }
+            bytes.append(UInt8(ascii: "\""))
+            bytes.append(contentsOf: value)
+            bytes.append(UInt8(ascii: "\""))
+        }
+
+        mutating func field(_ name: StaticString, number value: UInt64?) {
+            key(name, first: false)
+            guard let value else { return bytes.append(contentsOf: Self.null) }
+            bytes.append(contentsOf: Array(String(value).utf8))
+        }
+
+        mutating func field(_ name: StaticString, bool value: Bool) {
+            key(name, first: false)
+            bytes.append(contentsOf: value ? Self.yes : Self.no)
+        }
+
+        mutating func list(_ name: StaticString, _ items: [UInt8]) {
+            key(name, first: false)
+            bytes.append(UInt8(ascii: "["))
+            bytes.append(contentsOf: items)
+            bytes.append(UInt8(ascii: "]"))
+        }
+
+        private static let null = Array("null".utf8), yes = Array("true".utf8), no = Array("false".utf8)
     }
 }

@@ -111,6 +111,8 @@ struct RunPass {
         // Releases with nothing left to do are finished; then the clean-up of `gc`.
         var nextWakeup: Instant?
         var changed = summary.changedFeeds
+        /// The plan made after the transfers, when one was (reused for the reader indexes).
+        var planAfter: (Plan, StateSnapshot, Set<ResourceKey>)?
         let settled: Set<ResourceStatus> = [.due, .fresh, .expired, .failed]
         if !wantsNextWakeup, !stopRequested(), !summary.diskFull, summary.failed == 0, summary.paused == 0,
            summary.placed + summary.fresh == jobs.count,
@@ -118,11 +120,14 @@ struct RunPass {
             // Every due transfer ended placed or fresh and nothing else was pending: a plan
             // now would find nothing due, waiting or in backoff, so every release is finished
             // (without reading every resource's state and the cache again).
+            // The reader indexes need no new plan either: every job is now cached and current.
+            if let after = try? state.snapshot() { planAfter = (plan, after, cached.union(jobs.map(\.key))) }  // unreadable: planned again below
             let feedStates = (try? state.feedStates()) ?? [:]
             for feedPlan in plan.feeds where feedStates[feedPlan.name]?.lastReleaseFinished == nil && feedStates[feedPlan.name]?.lastRelease != nil {
                 recordState { try state.recordReleaseFinished(feed: feedPlan.name, at: clock()) }
             }
-        } else if let (after, snapshotAfter, _) = makePlan() {
+        } else if let (after, snapshotAfter, cachedAfter) = makePlan() {
+            planAfter = (after, snapshotAfter, cachedAfter)
             nextWakeup = Self.nextWakeup(after, recheck: Self.recheckSeconds)
             // A release just finished: a feed with neither schedule nor window now has its next
             // release, which the plan made before could not know of.
@@ -138,10 +143,11 @@ struct RunPass {
             }
             for removal in removals { if let key = removal.key { recordState { try state.deleteResource(key) } } }
             changed.formUnion(removals.compactMap { $0.key?.feed })
+            if !removals.isEmpty { planAfter = nil }  // files went: plan again
         }
         // The reader index of every feed whose files or state changed (and of one that has none yet).
         let indexed = feeds.filter { changed.contains($0.name) || !cache.hasIndex(feed: $0.name) }
-        if !indexed.isEmpty, let (after, snapshotAfter, cachedAfter) = makePlan() {
+        if !indexed.isEmpty, let (after, snapshotAfter, cachedAfter) = planAfter ?? makePlan() {
             IndexWriter.write(indexed, plan: after, state: snapshotAfter, cached: cachedAfter, cache: cache, now: clock(), console: console)
         }
         let seconds = Date().timeIntervalSince(started)
