@@ -101,6 +101,12 @@ public enum Commands {
                     options: [feeds, config],
                     discussion: "Each problem is printed as file:line:column: error: message, with the line and a caret.\nExit 0 when every manifest is valid (warnings allowed), 2 otherwise.",
                     available: true),
+        CommandSpec(name: "verify", abstract: "Re-hash cached files against their recorded SHA-256; remove those that changed.",
+                    arguments: nil, options: [feeds, cache, OptionSpec("--feed", value: "NAME", "Only this feed."), json, config],
+                    discussion: "Reads one file at a time with a 1 MiB buffer. A mismatch prints 'mismatch  FEED/PATH  expected HASH found HASH',\n"
+                        + "removes the file and forgets its state, so the next run fetches it again; a file without a recorded\n"
+                        + "hash is 'unverified' and left alone. Exit 1 when a file mismatched, 0 otherwise, 75 when another writer\n"
+                        + "holds the cache lock.", available: true),
         CommandSpec(name: "gc", abstract: "Remove expired, unlisted and abandoned files from the cache.", arguments: nil,
                     options: [feeds, cache, OptionSpec("--dry-run", "Only list what would be removed."), config],
                     discussion: "Exit 75 when another writer holds the cache lock. run does the same clean-up after each pass.", available: true),

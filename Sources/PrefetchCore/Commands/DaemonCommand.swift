@@ -61,6 +61,18 @@ enum DaemonCommand {
                 action = machine.handle(.reloaded(at: settings.now()))
                 if let signalled = deliverSignals() { action = signalled }
             case .sleep(let until):
+                // Idle time: the cache is re-hashed every verify_every (SPEC §6), never instead of due work.
+                if until.nanoseconds(since: settings.now()) >= 30_000_000_000, signals.received == nil,
+                   verificationIsDue(session.state, every: config.verifyEvery, now: settings.now()) {
+                    let outcome = Verification.run(feeds, cache: session.cache, state: session.state, now: settings.now(), settings: settings,
+                                                   console: console, json: false, stopRequested: { signals.received != nil })
+                    if !outcome.stopped {
+                        do { try session.state.recordVerification(at: settings.now()) } catch {
+                            console.err("prefetch: error: cannot record state: \(error)\n")
+                        }
+                    }
+                    if let signalled = deliverSignals() { action = signalled; continue }
+                }
                 let left = Double(until.nanoseconds(since: settings.now())) / 1e9
                 if signals.wait(seconds: min(left, clockLook)), let signalled = deliverSignals() {
                     action = signalled
@@ -76,6 +88,12 @@ enum DaemonCommand {
             }
         }
     }
+}
+
+/// Whether the daemon's own verification is due: never done, or `every` ago.
+private func verificationIsDue(_ state: StateStore, every: TimeSpan, now: Instant) -> Bool {
+    guard let last = try? state.lastVerification() else { return true }  // never verified (or unreadable: try)
+    return now >= last + every
 }
 
 extension DaemonStateMachine.Signal {

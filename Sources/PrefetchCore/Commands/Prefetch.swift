@@ -61,6 +61,8 @@ public enum Prefetch {
             code = GCCommand.run(context)
         case "status":
             code = StatusCommand.run(context)
+        case "verify":
+            code = VerifyCommand.run(context)
         default:
             console.err("prefetch: '\(spec.name)' is not available yet in prefetch \(HelpText.version); see 'prefetch help'\n")
             code = .usage

@@ -25,6 +25,8 @@ public struct Config: Sendable {
     public var stallTimeout: TimeSpan = TimeSpan(seconds: 60)
     /// Redirects followed before a resource fails.
     public var maxRedirects: Int = 10
+    /// How often the daemon re-hashes the cache in its idle time (SPEC §6, `verify`).
+    public var verifyEvery: TimeSpan = .hours(24 * 7)
 
     /// The path of the default configuration file.
     public static let defaultPath = "/etc/prefetch/config.yaml"
@@ -40,7 +42,8 @@ public struct Config: Sendable {
 public enum ConfigLoader {
     /// The keys a configuration may have.
     public static let keys = ["feeds", "cache", "max_size", "ca_file", "metered_default", "machine_id",
-                              "concurrency", "per_host", "connect_timeout", "stall_timeout", "max_redirects"]
+                              "concurrency", "per_host", "connect_timeout", "stall_timeout", "max_redirects",
+                              "verify_every"]
 
     /// Reads `path`. A missing file is an error only when `required` (an explicit `--config`).
     public static func load(path: String, required: Bool) -> (config: Config, diagnostics: [Diagnostic], source: SourceText?) {
@@ -99,6 +102,7 @@ public enum ConfigLoader {
         if let node = entries["connect_timeout"]?.value, let span = reader.positiveSpan(node, what: "connect_timeout") { config.connectTimeout = span }
         if let node = entries["stall_timeout"]?.value, let span = reader.positiveSpan(node, what: "stall_timeout") { config.stallTimeout = span }
         if let node = entries["max_redirects"]?.value, let n = reader.integer(node, what: "max_redirects", range: 0...100) { config.maxRedirects = n }
+        if let node = entries["verify_every"]?.value, let span = reader.positiveSpan(node, what: "verify_every") { config.verifyEvery = span }
         return (config, reader.sortedDiagnostics)
     }
 }

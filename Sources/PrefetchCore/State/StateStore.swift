@@ -408,6 +408,20 @@ public final class StateStore {
     }
 
     /// Adds bytes moved over a metered link to a feed's local day.
+    /// When the cache was last verified whole (the daemon's own `verify`, SPEC §6).
+    public func lastVerification() throws(SQLiteError) -> Instant? {
+        let row = try db.prepare("SELECT value FROM counters WHERE feed = '' AND name = 'last_verification'")
+        guard try row.step(), let nanoseconds = row.int(0) else { return nil }
+        return Instant(nanoseconds: nanoseconds)
+    }
+
+    public func recordVerification(at time: Instant) throws(SQLiteError) {
+        try db.run("""
+            INSERT INTO counters (feed, name, value) VALUES ('', 'last_verification', ?)
+            ON CONFLICT (feed, name) DO UPDATE SET value = excluded.value
+            """, [.instant(time)])
+    }
+
     /// Holds an origin (or extends its hold).
     public func holdOrigin(_ hold: OriginHold) throws(SQLiteError) {
         try db.run("""

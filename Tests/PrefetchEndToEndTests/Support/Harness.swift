@@ -61,10 +61,10 @@ final class Harness<Origin: TestServer> {
     }
 
     /// `prefetch daemon` in the background, stdout and stderr to the returned log file.
-    func startDaemon() throws -> (Process, URL) {
+    func startDaemon(config: String = "/dev/null") throws -> (Process, URL) {
         let process = Process()
         process.executableURL = BinaryRunner.executable
-        process.arguments = ["daemon", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"]
+        process.arguments = ["daemon", "--feeds", "feeds", "--cache", "cache", "--config", config]
         process.currentDirectoryURL = dir.url
         let log = dir.url.appendingPathComponent("daemon.log")
         try Data().write(to: log)

@@ -1,0 +1,97 @@
+import Foundation
+
+/// One verification of the cache (SPEC §6), for `prefetch verify` and the daemon's own:
+/// every cached file with a recorded SHA-256 is hashed again, one at a time through a 1 MiB
+/// buffer; a mismatch removes the file and forgets its state, and the feed's reader index
+/// is written anew. A file without a recorded hash is said `unverified` and left alone.
+enum Verification {
+    struct Outcome {
+        var verified = 0
+        var mismatched = 0
+        var unverified = 0
+        var errors = 0
+        /// Stopped before the last file (a signal).
+        var stopped = false
+    }
+
+    /// `stopRequested` is asked between files (the daemon's signals).
+    static func run(_ feeds: [Feed], cache: CacheFolder, state: StateStore, now: Instant, settings: Settings, console: Console,
+                    json: Bool, stopRequested: () -> Bool = { false }) -> Outcome {
+        var outcome = Outcome()
+        let snapshot: StateSnapshot
+        do { snapshot = try state.snapshot() } catch {
+            console.err("prefetch: error: cannot read \(state.path): \(error)\n")
+            outcome.errors += 1
+            return outcome
+        }
+        let cached = CacheListing.present(feeds, in: cache)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        var changed: Set<String> = []
+        func say(_ type: String, _ key: ResourceKey, _ text: String, expected: String? = nil, found: String? = nil) {
+            if json {
+                var line = JSONObject()
+                line.add("type", type); line.add("feed", key.feed); line.add("path", key.path)
+                if type == "mismatch" { line.add("expected", expected); line.add("found", found) }
+                console.out(line.line + "\n")
+            } else if !text.isEmpty {
+                console.out(text + "\n")
+            }
+        }
+        files: for feed in feeds {
+            for resource in feed.resources {
+                if stopRequested() {
+                    outcome.stopped = true
+                    break files
+                }
+                let key = ResourceKey(feed: feed.name, path: resource.path)
+                guard cached.contains(key) else { continue }
+                let name = "\(feed.name)/\(resource.path)"
+                guard let expected = snapshot.resources[key]?.sha256 else {
+                    outcome.unverified += 1
+                    say("unverified", key, "unverified  \(name)  (no recorded SHA-256)")
+                    continue
+                }
+                switch cache.hashFinal(feed: feed.name, path: resource.path, buffer: buffer) {
+                case nil: continue  // gone since the listing
+                case .failure(let error)?:
+                    outcome.errors += 1
+                    console.err("prefetch: error: cannot read \(cache.path)/\(name): \(error)\n")
+                case .success(let found)? where found == expected:
+                    outcome.verified += 1
+                    say("verified", key, "")
+                case .success(let found)?:
+                    outcome.mismatched += 1
+                    say("mismatch", key, "mismatch  \(name)  expected \(expected) found \(found)", expected: expected, found: found)
+                    if case .failure(let error) = cache.removeFinal(feed: feed.name, path: resource.path) {
+                        outcome.errors += 1
+                        console.err("prefetch: error: cannot remove \(cache.path)/\(name): \(error)\n")
+                    }
+                    do { try state.deleteResource(key) } catch {
+                        outcome.errors += 1
+                        console.err("prefetch: error: cannot record state: \(error)\n")
+                    }
+                    changed.insert(feed.name)
+                }
+            }
+        }
+        if !changed.isEmpty, let after = try? state.snapshot() {
+            let cachedAfter = CacheListing.present(feeds, in: cache)
+            let plan = Planner.plan(PlanInput(feeds: feeds, state: after, cached: cachedAfter,
+                                              conditions: ConditionProbes().snapshot(config: settings.config, cache: settings.config.cache),
+                                              now: now, machineID: settings.machineID))
+            IndexWriter.write(feeds.filter { changed.contains($0.name) }, plan: plan, state: after, cached: cachedAfter, cache: cache,
+                              now: now, console: console)
+        }
+        if json {
+            var line = JSONObject()
+            line.add("type", "summary")
+            line.add("verified", Int64(outcome.verified)); line.add("mismatched", Int64(outcome.mismatched))
+            line.add("unverified", Int64(outcome.unverified)); line.add("errors", Int64(outcome.errors))
+            console.out(line.line + "\n")
+        } else {
+            console.out("verify: \(outcome.verified) verified, \(outcome.mismatched) mismatched (removed), \(outcome.unverified) unverified\n")
+        }
+        return outcome
+    }
+}
