@@ -362,6 +362,49 @@ import TestSupport
         #expect(RunPass.conditionLost(battery40, mains) == nil)  // on mains the level does not matter
     }
 
+    /// SPEC §6 "deadlines act": 10 minutes before the window closes, a 1 GB transfer at
+    /// 1 MB/s would be cut. One that could not resume (its last response had no strong ETag
+    /// and no Last-Modified, and the entry no sha256) is not started: deferred to the next
+    /// window. Every other combination starts: never fetched, a strong ETag, Last-Modified,
+    /// a sha256 — and any transfer that fits.
+    @Test func aTransferThatCouldNotResumeIsNotStartedToBeCut() throws {
+        let now = Self.at("2026-11-30T01:50:00Z")
+        for etag in [nil, "W/\"weak\"", "\"strong\""] as [String?] {
+            for lastModified in [nil, "Sun, 29 Nov 2026 10:00:00 GMT"] as [String?] {
+                for sha256 in [false, true] {
+                    for fetchedBefore in [false, true] {
+                        for size in ["1GB", "100MB"] {
+                            let entry = "  - url: https://e.com/a.bin\n    size: \(size)\n" + (sha256 ? "    sha256: \(String(repeating: "a", count: 64))\n" : "")
+                            let feed = Self.feed("timezone: UTC\nwindow: \"01:00-02:00\"\nrefresh: 1h\nresources:\n" + entry)
+                            var state = StateSnapshot()
+                            state.throughput = 1_000_000
+                            if fetchedBefore {
+                                var record = ResourceState(urlHash: Self.urlHash)
+                                record.validators = Validators(etag: etag, lastModified: lastModified)
+                                record.placedAt = now.advanced(bySeconds: -86_400)
+                                record.validatedAt = now.advanced(bySeconds: -86_400)
+                                state.resources[ResourceKey(feed: "f", path: "a.bin")] = record
+                            }
+                            let plan = Planner.plan(PlanInput(feeds: [feed], state: state, cached: fetchedBefore ? [ResourceKey(feed: "f", path: "a.bin")] : [],
+                                                              conditions: ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test"), now: now, machineID: nil))
+                            let item = try #require(plan.feeds.first?.items.first)
+                            let strong = etag.map { !$0.hasPrefix("W/") } ?? false
+                            let held = size == "1GB" && fetchedBefore && !sha256 && !strong && lastModified == nil
+                            let label = "\(etag ?? "-") \(lastModified ?? "-") sha256:\(sha256) before:\(fetchedBefore) \(size)"
+                            if held {
+                                #expect(item.status == .deferred && item.reason == "would not finish before the window closes", "\(label): \(item.status)")
+                                #expect(item.next == Self.at("2026-12-01T01:00:00Z"), "\(label)")
+                                #expect(plan.order.isEmpty, "\(label)")
+                            } else {
+                                #expect(item.status == .due, "\(label): \(item.status) \(item.reason)")
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// SPEC §6: a held origin turns what would be due or waiting into `backoff` with the
     /// hold's cause, until its end — when the daemon wakes; what is fresh, deferred or of
     /// another origin is untouched, and an ended hold holds nothing back.

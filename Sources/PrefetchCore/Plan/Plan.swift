@@ -29,6 +29,11 @@ public struct PlanItem: Sendable, Equatable {
     public var error: String?
     /// For due work: its place in the order a run starts transfers.
     public var startOrder: Int?
+    /// False when a cut transfer could not resume (SPEC §6 "deadlines act"): its last
+    /// response had no strong ETag and no Last-Modified, and the entry has no `sha256`.
+    public var resumable: Bool = true
+    /// For due work in a window: when the feed's next window after this one opens.
+    public var nextOpening: Instant? = nil
 }
 
 /// A feed's header in the plan.

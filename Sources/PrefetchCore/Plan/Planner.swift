@@ -165,6 +165,11 @@ public enum Planner {
                 item.status = .due
                 item.reason = dueReason
                 item.windowEnd = open.flatMap { $0.close == Int64.max ? nil : Instant(seconds: $0.close) }
+                item.nextOpening = item.windowEnd.flatMap { timing.opportunity(atOrAfter: $0) }
+                if let state, state.placedAt != nil, resource.sha256 == nil, state.validators.lastModified == nil,
+                   !(state.validators.etag.map { !$0.hasPrefix("W/") } ?? false) {
+                    item.resumable = false
+                }
             }
             // A held origin (SPEC §6): what would be due or waiting waits for the hold's end,
             // when one request probes the origin. Never believed beyond max_backoff from now.
@@ -261,16 +266,26 @@ public enum Planner {
                     continue
                 }
             }
-            committed += remaining
-            elapsed += Double(remaining) / plan.throughput
             // Of unknown size: no estimate, and whether it fits is not known (the estimates of
             // the work after it are then lower bounds).
             if known != nil {
-                let finish = plan.now.advanced(byNanoseconds: Int64(min(9e18, (elapsed * 1e9).rounded(.up))))
+                let finish = plan.now.advanced(byNanoseconds: Int64(min(9e18, ((elapsed + Double(remaining) / plan.throughput) * 1e9).rounded(.up))))
                 let windowEnd = plan.feeds[slot.feed].items[slot.item].windowEnd
+                let fits = windowEnd.map { finish <= $0 } ?? true
+                // Deadlines act (SPEC §6): a transfer that could not resume and would be cut by
+                // the window's end is not started; it waits for the next window.
+                if !fits, !plan.feeds[slot.feed].items[slot.item].resumable {
+                    plan.feeds[slot.feed].items[slot.item].status = .deferred
+                    plan.feeds[slot.feed].items[slot.item].reason = "would not finish before the window closes"
+                    plan.feeds[slot.feed].items[slot.item].next = plan.feeds[slot.feed].items[slot.item].nextOpening
+                    plan.feeds[slot.feed].items[slot.item].windowEnd = nil
+                    continue
+                }
                 plan.feeds[slot.feed].items[slot.item].estimatedFinish = finish
-                plan.feeds[slot.feed].items[slot.item].fits = windowEnd.map { finish <= $0 } ?? true
+                plan.feeds[slot.feed].items[slot.item].fits = fits
             }
+            committed += remaining
+            elapsed += Double(remaining) / plan.throughput
             plan.feeds[slot.feed].items[slot.item].startOrder = plan.order.count
             plan.order.append(ResourceKey(feed: plan.feeds[slot.feed].name, path: plan.feeds[slot.feed].items[slot.item].path))
             plan.positions.append((slot.feed, slot.item))  // items are still in manifest order here
