@@ -36,7 +36,7 @@ import PrefetchCore
         #expect(run.status == 0, "\(run.diagnostics)")
         var index = try Self.index(s)
         #expect(index["feed"] as? String == "t" && index["complete"] as? Bool == true, "\(index)")
-        #expect(index["release"] is String && index["updated"] is String)
+        #expect(index["release"] is String && index["updated"] is String, "the first run's release is in force: \(index)")
         let files = Self.files(index)
         #expect(files["a.bin"]?["size"] as? Int == Self.a.count && files["a.bin"]?["sha256"] as? String == FaultTests.sha(Self.a))
         #expect(files["a.bin"]?["url"] as? String == s.origin.url("/a.bin?…"), "\(files["a.bin"] ?? [:])")
@@ -61,6 +61,10 @@ import PrefetchCore
         try s.feed("refresh: 1h\nretry: { attempts: 1, backoff: 1s }\nresources:\n  - url: ORIGIN/a.bin\n")
         #expect(try s.runJSON().status == 0)
         let path = s.cache.appendingPathComponent("t/.prefetch-index.json").path
+        // Every job placed: the index comes from the plan made before the run, which knew no
+        // release yet; the release the run began is in force.
+        let first = try Self.index(s)
+        #expect(first["release"] is String, "\(first)")
         let before = try String(contentsOfFile: path, encoding: .utf8)
         var info = Glibc.stat()
         #expect(lstat(path, &info) == 0)

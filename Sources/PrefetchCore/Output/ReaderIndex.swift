@@ -21,6 +21,8 @@ enum ReaderIndex {
             return text
         }
         let items = Dictionary(plan.items.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
+        // A plan made before the pass recorded its release (the first one) knows none yet.
+        let release = plan.currentRelease ?? state.feeds[feed.name]?.lastRelease
         var files = Writer(capacity: 64 + feed.resources.count * 360)
         var missing = Writer(capacity: 64)
         var complete = true
@@ -40,7 +42,7 @@ enum ReaderIndex {
                 continue
             }
             let validated = record?.validatedAt
-            let current = validated.map { at in plan.currentRelease.map { at >= $0 } ?? true } ?? false
+            let current = validated.map { at in release.map { at >= $0 } ?? true } ?? false
             if counts && !current { complete = false }
             files.open()
             files.field("path", string: resource.path)
@@ -55,7 +57,7 @@ enum ReaderIndex {
         var index = Writer(capacity: files.bytes.count + missing.bytes.count + 256)
         index.bytes.append(UInt8(ascii: "{"))
         index.field("feed", string: feed.name, first: true)
-        index.field("release", raw: time(plan.currentRelease))
+        index.field("release", raw: time(release))
         index.field("complete", bool: complete)
         index.field("updated", raw: time(updated))
         index.list("files", files.bytes)
