@@ -37,6 +37,11 @@ extension CommandContext {
         return loaded.feeds
     }
 
+    /// state.db for reading only (nil when there is none, or it cannot be read).
+    func openStateReadOnly(cache: String, feeds: [Feed]) -> StateStore? {
+        (try? StateStore.openReadOnly(CacheLayout.statePath(inCache: cache), currentURL: CacheSession.currentURLs(feeds))) ?? nil
+    }
+
     /// The recorded state, or an empty one (with a warning) when state.db cannot be read.
     func readState(cache: String, feeds: [Feed]) -> StateSnapshot {
         let path = CacheLayout.statePath(inCache: cache)

@@ -57,6 +57,14 @@ enum GCCommand {
                                   now: now, console: context.console)
             }
         }
+        if let state = session?.state ?? context.openStateReadOnly(cache: config.cache, feeds: feeds) {
+            let gone = FeedRemoval.apply(listed: feeds, cache: cache, state: state, now: now, grace: config.removedFeedGrace, dryRun: dryRun)
+            for line in gone.lines { out += line + "\n" }
+            for error in gone.errors {
+                context.console.err("prefetch: error: \(error)\n")
+                code = .failure
+            }
+        }
         out += "gc: \(removals.count) \(removals.count == 1 ? "file" : "files")" + (dryRun ? " would be removed\n" : " removed\n")
         context.console.out(out)
         withExtendedLifetime(session) {}  // the lock is held until here

@@ -144,6 +144,10 @@ struct RunPass {
             for removal in removals { if let key = removal.key { recordState { try state.deleteResource(key) } } }
             changed.formUnion(removals.compactMap { $0.key?.feed })
             if !removals.isEmpty { planAfter = nil }  // files went: plan again
+            let gone = FeedRemoval.apply(listed: allFeeds, cache: cache, state: state, now: clock(), grace: settings.config.removedFeedGrace,
+                                         dryRun: false)
+            for line in gone.lines { console.err("prefetch: \(line)\n") }
+            for error in gone.errors { console.err("prefetch: error: \(error)\n") }
         }
         // The reader index of every feed whose files or state changed (and of one that has none yet).
         let indexed = feeds.filter { changed.contains($0.name) || !cache.hasIndex(feed: $0.name) }

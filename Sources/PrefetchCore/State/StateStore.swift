@@ -408,6 +408,39 @@ public final class StateStore {
     }
 
     /// Adds bytes moved over a metered link to a feed's local day.
+    /// Every feed state.db knows of, with when its manifest was first found gone (nil: listed).
+    public func recordedFeeds() throws(SQLiteError) -> [String: Instant?] {
+        var feeds: [String: Instant?] = [:]
+        let rows = try db.prepare("SELECT feed, removed_since FROM feeds")
+        while try rows.step() { feeds[rows.text(0) ?? ""] = .some(rows.instant(1)) }
+        let others = try db.prepare("SELECT DISTINCT feed FROM resources")
+        while try others.step() { if let feed = others.text(0), feeds[feed] == nil { feeds[feed] = .some(nil) } }
+        return feeds
+    }
+
+    /// The feed's manifest is gone, noticed now (an earlier notice stands).
+    public func markFeedRemoved(_ feed: String, at time: Instant) throws(SQLiteError) {
+        try db.run("""
+            INSERT INTO feeds (feed, removed_since) VALUES (?, ?)
+            ON CONFLICT (feed) DO UPDATE SET removed_since = COALESCE(feeds.removed_since, excluded.removed_since)
+            """, [.text(feed), .instant(time)])
+    }
+
+    /// The feed's manifest is back.
+    public func clearFeedRemoved(_ feed: String) throws(SQLiteError) {
+        try db.run("UPDATE feeds SET removed_since = NULL WHERE feed = ?", [.text(feed)])
+    }
+
+    /// Everything state.db holds of a feed whose folder went.
+    public func forgetFeed(_ feed: String) throws(SQLiteError) {
+        try db.run("DELETE FROM resources WHERE feed = ?", [.text(feed)])
+        try db.run("DELETE FROM partials WHERE feed = ?", [.text(feed)])
+        try db.run("DELETE FROM feeds WHERE feed = ?", [.text(feed)])
+        try db.run("DELETE FROM attempts WHERE feed = ?", [.text(feed)])
+        try db.run("DELETE FROM metered_usage WHERE feed = ?", [.text(feed)])
+        try db.run("DELETE FROM counters WHERE feed = ?", [.text(feed)])
+    }
+
     /// When the cache was last verified whole (the daemon's own `verify`, SPEC §6).
     public func lastVerification() throws(SQLiteError) -> Instant? {
         let row = try db.prepare("SELECT value FROM counters WHERE feed = '' AND name = 'last_verification'")

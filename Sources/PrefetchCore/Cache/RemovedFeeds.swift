@@ -1,0 +1,61 @@
+import Foundation
+
+/// Feeds whose manifest is gone (SPEC §6): their folder is kept for `removed_feed_grace`
+/// from the first pass that noticed, then removed — never at once, so a manifest deleted by
+/// mistake does not wipe a kiosk's content. Only feeds state.db recorded count; when no
+/// manifest at all is found, nothing is scheduled. Pure.
+enum RemovedFeeds {
+    struct Decision: Equatable {
+        /// Newly found gone: noticed now.
+        var notice: [String] = []
+        /// Listed again: the notice is dropped.
+        var back: [String] = []
+        /// Gone for the whole grace: folder and state go.
+        var remove: [String] = []
+    }
+
+    static func decide(recorded: [String: Instant?], listed: Set<String>, now: Instant, grace: TimeSpan) -> Decision {
+        var decision = Decision()
+        guard !listed.isEmpty else { return decision }  // no manifest at all: nothing is scheduled
+        for (feed, since) in recorded.sorted(by: { $0.key < $1.key }) {
+            if listed.contains(feed) {
+                if since != nil { decision.back.append(feed) }
+            } else if let since {
+                if now >= since + grace { decision.remove.append(feed) }
+            } else {
+                decision.notice.append(feed)
+            }
+        }
+        return decision
+    }
+}
+
+extension CacheFolder {
+    /// Removes `CACHE/<feed>/` and everything below it, by descriptor: no symlink is
+    /// followed (one is removed as a link), nothing outside the folder is touched. Returns
+    /// how many of the feed's files went (its reader index not counted).
+    func removeFeedFolder(_ feed: String) -> Result<Int, Errno> {
+        guard case .success(let folder) = SafePath.openFolders([Substring(feed)], below: root, create: false) else {
+            return .success(0)  // gone already, or not a folder prefetch would follow
+        }
+        var removed = 0
+        func empty(_ folder: FileDescriptor) -> Errno? {
+            for entry in FileSystem.entries(in: folder) {
+                if entry.kind == .directory {
+                    guard case .success(let sub) = FileDescriptor.open(entry.name, relativeTo: folder,
+                                                                       flags: O_RDONLY | O_DIRECTORY | O_NOFOLLOW) else { continue }
+                    if let error = empty(sub) { return error }
+                    if case .failure(let error) = FileSystem.remove(entry.name, in: folder, folder: true) { return error }
+                } else {
+                    if case .failure(let error) = FileSystem.remove(entry.name, in: folder), error.code != ENOENT { return error }
+                    if entry.name != CacheLayout.index && entry.name != CacheLayout.indexTemp { removed += 1 }  // the feed's files, not its index
+                }
+            }
+            return nil
+        }
+        if let error = empty(folder) { return .failure(error) }
+        if case .failure(let error) = FileSystem.remove(feed, in: root, folder: true) { return .failure(error) }
+        if !syncIsFree, case .failure(let error) = root.sync() { return .failure(error) }
+        return .success(removed)
+    }
+}
