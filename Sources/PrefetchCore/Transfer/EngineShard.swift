@@ -210,6 +210,7 @@ final class EngineShard: @unchecked Sendable {
         do {
             easy = try handles.take(bufferSize: Transfer.bufferSize(job, limiter: limits.limiter(job.feed.name)))
         } catch {
+            board.probeEnded(job.resource.url)  // never reached its origin
             retryOrReport(job, .libcurl(error), transfer: nil)
             return
         }
@@ -223,9 +224,11 @@ final class EngineShard: @unchecked Sendable {
             try transfer.start(config: config, environment: environment)
             try multi.add(transfer.easy)
         } catch let error as TransferFailure {
+            board.probeEnded(job.resource.url)  // never reached its origin
             fail(transfer, error)
             return
         } catch {
+            board.probeEnded(job.resource.url)
             fail(transfer, .libcurl(error))
             return
         }
@@ -425,6 +428,7 @@ final class EngineShard: @unchecked Sendable {
     private func pause(_ transfer: Transfer, reason: String) {
         guard transfer.pause(reason) else { return }
         takeOut(transfer, reusable: false)
+        board.probeEnded(transfer.job.resource.url)  // a paused probe says nothing of its origin
         countMetered(transfer)
         sync(transfer)
         attempt(transfer, outcome: "paused", error: reason)

@@ -270,6 +270,17 @@ final class RunBoard: @unchecked Sendable {
         return false
     }
 
+    /// A job that ended without reaching the origin's answer (it could not start, or it was
+    /// paused): if it was the probe of a held origin, the next request may probe. Costs a
+    /// lock and no string when nothing is held.
+    func probeEnded(_ url: ResourceURL) {
+        queueLock.lock()
+        defer { queueLock.unlock() }
+        guard !holds.isEmpty else { return }
+        let origin = url.origin
+        if holds[origin] != nil { holds[origin]!.probing = false }
+    }
+
     /// The origins held at the end of the run, each with the resources held with it.
     func heldOrigins() -> [(origin: String, reason: String, until: Instant, resources: Int)] {
         queueLock.lock()
