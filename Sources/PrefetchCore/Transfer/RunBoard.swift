@@ -13,7 +13,7 @@ final class RunBoard: @unchecked Sendable {
     /// one request before any other of its resources starts.
     init(jobs: [TransferJob], state: StateStore, syncsFolders: Bool, shards: Int, faults: FaultPoints = .none, holds: [String: OriginHold] = [:],
          pauseReason: @escaping (Feed) -> String?, onEvent: @escaping (RunEvent) -> Void) {
-        for (origin, hold) in holds { self.holds[origin] = Hold(recorded: hold) }
+        self.holds = OriginHolds(recorded: holds)
         queue = jobs
         taken = [Bool](repeating: false, count: jobs.count)
         left = jobs.count
@@ -139,17 +139,15 @@ final class RunBoard: @unchecked Sendable {
                     feedQueues[f].head = jobs.count
                     break scan
                 }
-                if !holds.isEmpty, let origin = Optional(queue[index].resource.url.origin), let hold = holds[origin] {
-                    if hold.beyondRun {  // held for the rest of the run: not requested, counted once
-                        take(index)
-                        holds[origin]!.held.insert(queue[index].key)
-                        continue
-                    }
-                    if hold.probing || hold.until > now {  // one request probes the origin, the others wait for its answer
-                        passed += 1
-                        position = max(position, min(feedQueues[f].runEnd[position - 1], jobs.count))
-                        continue
-                    }
+                switch holds.admission(queue[index], now: now) {
+                case .go: break
+                case .held:  // held for the rest of the run: not requested, counted once
+                    take(index)
+                    continue
+                case .wait:  // one request probes the origin, the others wait for its answer
+                    passed += 1
+                    position = max(position, min(feedQueues[f].runEnd[position - 1], jobs.count))
+                    continue
                 }
                 switch admit(queue[index]) {
                 case .start:
@@ -169,124 +167,49 @@ final class RunBoard: @unchecked Sendable {
         }
         guard let best else { return nil }
         take(best)
-        if !holds.isEmpty {
-            let origin = queue[best].resource.url.origin
-            if holds[origin] != nil { holds[origin]!.probing = true }
-        }
+        holds.started(queue[best])
         return queue[best]
     }
 
-    // MARK: Held origins (SPEC §6)
+    // MARK: Held origins (SPEC §6): `OriginHolds`, under the queue's lock
 
-    /// An origin's hold within the run.
-    private struct Hold {
-        var until: Instant
-        var reason: String
-        var since: Instant
-        /// Consecutive failed requests (the origin's own backoff).
-        var failures: Int
-        /// When the hold last grew: a request already out then says nothing new of the origin.
-        var grownAt = Instant(seconds: 0)
-        /// A request is out to probe the origin; the others wait for its answer.
-        var probing = false
-        /// The hold outlasts what a run waits (or its probe gave up): the origin's other
-        /// resources are not requested in this run.
-        var beyondRun = false
-        /// The resources held with it in this run (not requested, or failed with the hold).
-        var held: Set<ResourceKey> = []
-        /// state.db holds it (an earlier run's hold, or one recorded in this run).
-        var recorded = true
+    private var holds = OriginHolds()
 
-        init(recorded hold: OriginHold) {
-            until = hold.until
-            reason = hold.reason
-            since = hold.since
-            failures = hold.failures
-        }
-
-        init(until: Instant, reason: String, since: Instant, failures: Int) {
-            self.until = until
-            self.reason = reason
-            self.since = since
-            self.failures = failures
-            recorded = false
-        }
-    }
-    private var holds: [String: Hold] = [:]
-
-    /// A request to `origin` failed in a way that holds it (SPEC §6): the hold begins or
-    /// grows, until what `Retry-After` says (capped at `max_backoff`) or the origin's own
-    /// exponential backoff. A failure of a request that was already out when the hold last
-    /// grew (another of the origin's transfers, running beside the one that failed first)
-    /// does not grow it again: the hold ends at the earliest time one of them may be
-    /// retried. Returns the hold to record, the seconds the failed resource waits for its
-    /// own retry, and whether the hold outlasts the run.
+    /// See `OriginHolds.hold`.
     func holdOrigin(_ origin: String, cause: String, retryAfter: Int64?, policy: RetryPolicy, startedAt: Instant, now: Instant,
                     failed key: ResourceKey, using random: inout some RandomNumberGenerator) -> (hold: OriginHold, wait: Int64, forTheRun: Bool) {
         queueLock.lock()
         defer { queueLock.unlock() }
-        if var hold = holds[origin], hold.until > now, startedAt < hold.grownAt {
-            let own = retryAfter.map { min($0, policy.maxBackoff.seconds) } ?? max(0, hold.until.seconds - now.seconds)
-            hold.until = min(hold.until, now.advanced(bySeconds: own))
-            hold.held.insert(key)
-            holds[origin] = hold
-            return (OriginHold(origin: origin, until: hold.until, reason: hold.reason, since: hold.since, failures: hold.failures),
-                    own, hold.beyondRun)
-        }
-        let failures = (holds[origin]?.failures ?? 0) + 1
-        let wait = retryAfter.map { min($0, policy.maxBackoff.seconds) } ?? RetryDecision.backoff(failures, policy, using: &random)
-        var hold = holds[origin] ?? Hold(until: now, reason: cause, since: now, failures: 0)
-        hold.until = now.advanced(bySeconds: wait)
-        hold.grownAt = now
-        hold.reason = cause
-        hold.failures = failures
-        hold.probing = false
-        hold.recorded = true
-        hold.held.insert(key)
-        // The origin gets the in-run retries one resource would get, not one set per resource.
-        if wait > RetryDecision.inRunLimit || failures >= policy.attempts { hold.beyondRun = true }
-        holds[origin] = hold
-        return (OriginHold(origin: origin, until: hold.until, reason: cause, since: hold.since, failures: failures), wait, hold.beyondRun)
+        return holds.hold(origin, cause: cause, retryAfter: retryAfter, policy: policy, startedAt: startedAt, now: now, failed: key,
+                          using: &random)
     }
 
-    /// The failed resource will not probe again in this run (its attempts are spent): the
-    /// origin is held for the rest of it.
+    /// See `OriginHolds.holdForTheRun`.
     func holdForTheRun(_ origin: String) {
         queueLock.lock()
-        holds[origin]?.beyondRun = true
+        holds.holdForTheRun(origin)
         queueLock.unlock()
     }
 
-    /// A transfer to `origin` ended. With an HTTP answer other than 429/502/503/504
-    /// (`answered`) the origin's hold ends and its waiting resources go on; without one (a
-    /// local failure, a pause, or the hold's own failure) the next request may probe.
-    /// Returns whether state.db holds the origin, to be cleared there.
+    /// See `OriginHolds.transferEnded`.
     func transferEnded(origin: String, answered: Bool) -> Bool {
         queueLock.lock()
         defer { queueLock.unlock() }
-        guard holds[origin] != nil else { return false }
-        if answered { return holds.removeValue(forKey: origin)!.recorded }
-        holds[origin]!.probing = false
-        return false
+        return holds.transferEnded(origin: origin, answered: answered)
     }
 
-    /// A job that ended without reaching the origin's answer (it could not start, or it was
-    /// paused): if it was the probe of a held origin, the next request may probe. Costs a
-    /// lock and no string when nothing is held.
+    /// See `OriginHolds.probeEnded`.
     func probeEnded(_ url: ResourceURL) {
         queueLock.lock()
-        defer { queueLock.unlock() }
-        guard !holds.isEmpty else { return }
-        let origin = url.origin
-        if holds[origin] != nil { holds[origin]!.probing = false }
+        holds.probeEnded(url)
+        queueLock.unlock()
     }
 
     /// The origins held at the end of the run, each with the resources held with it.
     func heldOrigins() -> [(origin: String, reason: String, until: Instant, resources: Int)] {
         queueLock.lock()
         defer { queueLock.unlock() }
-        return holds.filter { !$0.value.held.isEmpty }.sorted { $0.key < $1.key }
-            .map { (origin: $0.key, reason: $0.value.reason, until: $0.value.until, resources: $0.value.held.count) }
+        return holds.held()
     }
 
     private func take(_ index: Int) {
