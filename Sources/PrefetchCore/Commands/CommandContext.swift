@@ -25,6 +25,18 @@ public struct CommandContext: Sendable {
 }
 
 extension CommandContext {
+    /// The feeds `--feed NAME` selects (all without it); an unknown name is a usage error
+    /// of `command`, with the closest name suggested.
+    func selectedFeeds(_ feeds: [Feed], command: String) -> Result<[Feed], ExitCode> {
+        guard let only = arguments["--feed"] else { return .success(feeds) }
+        guard feeds.contains(where: { $0.name == only }) else {
+            var message = "unknown feed '\(only)'"
+            if let guess = Suggestion.closest(to: only, among: feeds.map(\.name)) { message += " (did you mean '\(guess)'?)" }
+            return .failure(ExitCode(rawValue: Prefetch.fail(UsageError(message, command: command), console: console)) ?? .usage)
+        }
+        return .success(feeds.filter { $0.name == only })
+    }
+
     /// Loads the feeds folder of `config`; prints diagnostics; nil on any error.
     func loadFeeds(_ config: Config) -> [Feed]? {
         let loaded = FeedLoader.load([config.feeds], config: config)

@@ -12,13 +12,9 @@ enum RunCommand {
         // Everything is checked before anything is touched (SPEC §5).
         guard var feeds = context.loadFeeds(settings.config) else { return .usage }
         let allFeeds = feeds
-        if let only = context.arguments["--feed"] {
-            guard feeds.contains(where: { $0.name == only }) else {
-                var message = "unknown feed '\(only)'"
-                if let guess = Suggestion.closest(to: only, among: feeds.map(\.name)) { message += " (did you mean '\(guess)'?)" }
-                return ExitCode(rawValue: Prefetch.fail(UsageError(message, command: "run"), console: console)) ?? .usage
-            }
-            feeds = feeds.filter { $0.name == only }
+        switch context.selectedFeeds(allFeeds, command: "run") {
+        case .success(let selected): feeds = selected
+        case .failure(let code): return code
         }
         let stop = StopSignal()
         let session: CacheSession

@@ -13,13 +13,9 @@ enum VerifyCommand {
         let console = context.console
         guard var feeds = context.loadFeeds(settings.config) else { return .usage }
         let allFeeds = feeds
-        if let only = context.arguments["--feed"] {
-            guard feeds.contains(where: { $0.name == only }) else {
-                var message = "unknown feed '\(only)'"
-                if let guess = Suggestion.closest(to: only, among: feeds.map(\.name)) { message += " (did you mean '\(guess)'?)" }
-                return ExitCode(rawValue: Prefetch.fail(UsageError(message, command: "verify"), console: console)) ?? .usage
-            }
-            feeds = feeds.filter { $0.name == only }
+        switch context.selectedFeeds(allFeeds, command: "verify") {
+        case .success(let selected): feeds = selected
+        case .failure(let code): return code
         }
         let session: CacheSession
         switch CacheSession.open(settings.config, feeds: allFeeds, console: console,
