@@ -3,6 +3,7 @@
 #include "CShims.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 
 #include <sys/vfs.h>
 
@@ -67,4 +68,8 @@ int CShims_start_writeback(int fd, long long offset, long long length) {
 
 int CShims_malloc_thresholds(int mmap_threshold, int trim_threshold) {
     return mallopt(M_MMAP_THRESHOLD, mmap_threshold) && mallopt(M_TRIM_THRESHOLD, trim_threshold);
+}
+
+int CShims_exchange(int from_folder, const char *from, int to_folder, const char *to) {
+    return renameat2(from_folder, from, to_folder, to, RENAME_EXCHANGE);
 }

@@ -38,4 +38,8 @@ int CShims_start_writeback(int fd, long long offset, long long length);
  * Swift's Glibc module. 1 on success. */
 int CShims_malloc_thresholds(int mmap_threshold, int trim_threshold);
 
+/* renameat2(RENAME_EXCHANGE): swaps two names atomically (Linux 3.15+). 0 or -1 (errno).
+ * <stdio.h> declares renameat2 only with _GNU_SOURCE, which Swift's Glibc module lacks. */
+int CShims_exchange(int from_folder, const char *from, int to_folder, const char *to);
+
 #endif

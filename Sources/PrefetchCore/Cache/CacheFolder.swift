@@ -18,19 +18,22 @@ public final class CacheFolder {
     let partials: FileDescriptor?
     private var lockFile: FileDescriptor?
 
-    /// The size of the final file `feed/path`, or nil when there is no regular file there.
-    /// Its folder is reached as `place` reaches it, and kept in `folders` the same way.
+    /// Serializes what changes a feed's generations (a release staged, switched, laid out).
+    let stagingLock = NSLock()
+
+    /// The size of the final file `feed/path` as the writer sees it, or nil when there is no
+    /// regular file there. Its folder is reached as `place` reaches it, and kept in `folders`.
     func finalSize(feed: String, path: String, folders: inout [String: FileDescriptor]) -> UInt64? {
         let final = FinalPath(feed: feed, path: path)
         var none: [FileDescriptor] = []
-        guard case .success(let folder) = self.folder(of: final, create: false, reopen: false, folders: &folders,
+        guard case .success(let folder) = self.folder(of: final, forPlacement: false, reopen: false, folders: &folders,
                                                       createdIn: &none) else { return nil }
         guard case .success(let info) = FileSystem.status(of: final.leaf, in: folder), (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         return UInt64(info.st_size)
     }
 
     /// A final file's folder (as `feed` and the path's folders) and its name in it.
-    private struct FinalPath {
+    struct FinalPath {
         let feed: String
         let path: String
         let slash: String.Index?
@@ -46,18 +49,22 @@ public final class CacheFolder {
             key = slash.map { feed + "/" + path[..<$0] } ?? feed
         }
 
-        /// The folders from the cache's root down to the file's (only needed to open them).
-        var folders: [Substring] { [Substring(feed)] + (slash.map { path[..<$0].split(separator: "/") } ?? []) }
+        /// The folders from the feed's folder down to the file's.
+        var subfolders: [Substring] { slash.map { path[..<$0].split(separator: "/") } ?? [] }
     }
 
-    /// The folder of `final`: from `folders` unless `reopen`, else opened below the root without
-    /// following any symlink (and created when `create`, each folder in which one was made
-    /// added to `createdIn`), and kept in `folders`.
-    private func folder(of final: FinalPath, create: Bool, reopen: Bool, folders: inout [String: FileDescriptor],
+    /// The folder of `final`: from `folders` unless `reopen`, else opened below the feed's
+    /// folder (the writer's view, or for a placement the folder new files go to) without
+    /// following any symlink (and created for a placement, each folder in which one was
+    /// made added to `createdIn`), and kept in `folders`.
+    private func folder(of final: FinalPath, forPlacement: Bool, reopen: Bool, folders: inout [String: FileDescriptor],
                         createdIn: inout [FileDescriptor]) -> Result<FileDescriptor, SafePathError> {
-        if !reopen, let known = folders[final.key] { return .success(known) }
-        let opened = SafePath.openFolders(final.folders, below: root, create: create, createdIn: &createdIn)
-        if case .success(let folder) = opened { folders[final.key] = folder }
+        // A placement may go to a staged release the writer's view did not show yet: its own keys.
+        let key = forPlacement ? "+" + final.key : final.key
+        if !reopen, let known = folders[key] { return .success(known) }
+        let feedFolder = forPlacement ? placementFolder(final.feed, createdIn: &createdIn) : self.feedFolder(final.feed)
+        let opened = feedFolder.flatMap { SafePath.openFolders(final.subfolders, below: $0, create: forPlacement, createdIn: &createdIn) }
+        if case .success(let folder) = opened { folders[key] = folder }
         return opened
     }
 
@@ -182,7 +189,7 @@ public final class CacheFolder {
         var createdIn: [FileDescriptor] = []
         for attempt in 0..<2 {
             let folder: FileDescriptor
-            switch self.folder(of: final, create: true, reopen: attempt > 0, folders: &folders, createdIn: &createdIn) {
+            switch self.folder(of: final, forPlacement: true, reopen: attempt > 0, folders: &folders, createdIn: &createdIn) {
             case .success(let opened): folder = opened
             case .failure(let error): return .failure(.unsafePath(error.description))
             }

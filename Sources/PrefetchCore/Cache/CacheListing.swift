@@ -4,10 +4,12 @@ import Foundation
 enum CacheListing {
     /// Reads each folder that holds listed files once (no `stat` per file), reaching it
     /// without following symlinks; creates nothing.
-    static func present(_ feeds: [Feed], in cache: CacheFolder?) -> Set<ResourceKey> {
+    /// `view`: for a `consistency: release` feed, the generation looked at (SPEC §6).
+    static func present(_ feeds: [Feed], in cache: CacheFolder?, view: FeedView = .writer) -> Set<ResourceKey> {
         var present = Set<ResourceKey>()
-        guard let root = cache?.root else { return present }
+        guard let cache else { return present }
         for feed in feeds {
+            guard case .success(let feedFolder) = cache.feedFolder(feed.name, view) else { continue }
             var folders: [Substring: Set<String>] = [:]
             for resource in feed.resources {
                 let path = resource.path
@@ -18,8 +20,7 @@ enum CacheListing {
                 if let known = folders[parent] {
                     files = known
                 } else {
-                    let components = [Substring(feed.name)] + parent.split(separator: "/")
-                    if case .success(let folder) = SafePath.openFolders(components, below: root, create: false) {
+                    if case .success(let folder) = SafePath.openFolders(parent.split(separator: "/"), below: feedFolder, create: false) {
                         files = FileSystem.regularFiles(in: folder)
                     } else {
                         files = []
@@ -32,14 +33,13 @@ enum CacheListing {
         return present
     }
 
-    /// The size of the regular file `feed/path` below the opened cache root, reached without
+    /// The size of the regular file `feed/path` (as the writer sees it) below the opened cache root, reached without
     /// following any symlink; nil when there is none.
     static func size(feed: String, path: String, in cache: CacheFolder) -> UInt64? {
-        let root = cache.root
-        let slash = path.lastSlash
-        let leaf = slash.map { path.suffix(afterSlash: $0) } ?? path
-        let components = [Substring(feed)] + (slash.map { path[..<$0].split(separator: "/") } ?? [])
-        guard case .success(let folder) = SafePath.openFolders(components, below: root, create: false),
+        let final = CacheFolder.FinalPath(feed: feed, path: path)
+        let leaf = final.leaf
+        guard case .success(let feedFolder) = cache.feedFolder(feed),
+              case .success(let folder) = SafePath.openFolders(final.subfolders, below: feedFolder, create: false),
               case .success(let info) = FileSystem.status(of: leaf, in: folder), (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         return UInt64(info.st_size)
     }

@@ -23,11 +23,23 @@ extension CacheFolder {
         }
     }
 
-    /// Removes the final file `feed/path` (in its folder, by descriptor).
-    func removeFinal(feed: String, path: String) -> Result<Void, Errno> {
+    /// Removes the final file `feed/path` (in its folder, by descriptor). While a release is
+    /// staged, the live generation's copy goes too when it is the same file (a hard link):
+    /// readers must not keep a copy that failed its check. Returns whether it went from
+    /// such a live generation too (whose index the caller then corrects).
+    func removeFinal(feed: String, path: String) -> Result<Bool, Errno> {
+        let final = FinalPath(feed: feed, path: path)
         var folders: [String: FileDescriptor] = [:]
-        guard finalSize(feed: feed, path: path, folders: &folders) != nil, let folder = folders.values.first else { return .failure(Errno(ENOENT)) }
-        let leaf = path.lastSlash.map { path.suffix(afterSlash: $0) } ?? path
-        return FileSystem.remove(leaf, in: folder).flatMap { syncIsFree ? .success(()) : folder.sync() }
+        guard finalSize(feed: feed, path: path, folders: &folders) != nil, let folder = folders.values.first,
+              case .success(let info) = FileSystem.status(of: final.leaf, in: folder) else { return .failure(Errno(ENOENT)) }
+        if case .failure(let error) = FileSystem.remove(final.leaf, in: folder).flatMap({ syncIsFree ? .success(()) : folder.sync() }) {
+            return .failure(error)
+        }
+        // No release staged: the writer's view was the live one.
+        guard case .generations(_, _?, _) = layout(of: feed) else { return .success(false) }
+        guard case .success(let live) = feedFolder(feed, .live),
+              case .success(let liveFolder) = SafePath.openFolders(final.subfolders, below: live, create: false),
+              case .success(let copy) = FileSystem.status(of: final.leaf, in: liveFolder), copy.st_ino == info.st_ino else { return .success(false) }
+        return FileSystem.remove(final.leaf, in: liveFolder).flatMap { syncIsFree ? .success(()) : liveFolder.sync() }.map { true }
     }
 }

@@ -3,8 +3,9 @@ import Foundation
 /// Finds what `gc` removes (SPEC §2, §5): expired files, unlisted files of feeds with
 /// `prune`, and abandoned partials (resource no longer listed, or untouched for 7 days).
 ///
-/// It only ever looks inside `CACHE/<feed>/` of listed feeds and `CACHE/.prefetch/partial/`,
-/// and never through a symlink, by construction: every folder is opened below the one
+/// It only ever looks inside `CACHE/<feed>/` of listed feeds (for `consistency: release`, the
+/// generation being written, and the live one for expired files) and `CACHE/.prefetch/partial/`,
+/// and never through a symlink but a release feed's own, by construction: every folder is opened below the one
 /// before it with `O_NOFOLLOW`, starting at the cache's root, and every removal is an
 /// `unlinkat` in the folder it was found in. A symlink planted in the cache is at most
 /// removed itself (by `prune`), never followed: nothing outside `CACHE/<feed>/` is touched.
@@ -16,6 +17,9 @@ public enum GarbageCollector {
         public var reason: String
         /// The resource it belonged to, when it was one.
         public var key: ResourceKey?
+        /// The resource whose copy in the live generation it is, beside a staged release
+        /// (SPEC §6): the live index must say it went.
+        public var liveOf: ResourceKey?
         /// The folder that holds it, opened without following any symlink, and its name there.
         let folder: FileDescriptor
         let name: String
@@ -32,19 +36,28 @@ public enum GarbageCollector {
     /// cleans up one feed but keeps every loaded feed's partials).
     public static func collect(feeds: [Feed], cache: CacheFolder, now: Instant, realNow: Instant = Clock.realNow(),
                                partialsOf owners: [Feed]? = nil) -> [Removal] {
-        // The cache's root itself may be a symlink (the operator's choice); nothing below it is followed.
-        let root = cache.root
+        // The cache's root itself may be a symlink (the operator's choice); nothing below it is
+        // followed but a `consistency: release` feed's own, checked symlink.
         var removals: [Removal] = []
         for feed in feeds {
-            guard case .success(let feedFolder) = SafePath.openFolders([Substring(feed.name)], below: root, create: false) else {
-                continue  // missing, or a symlink: nothing of it is touched
+            guard case .success(let feedFolder) = cache.feedFolder(feed.name) else {
+                continue  // missing, or a symlink prefetch did not make: nothing of it is touched
+            }
+            // An expired file also leaves the live generation while a release is staged beside it.
+            var live: (folder: FileDescriptor, name: String)?
+            if case .generations(let n, _?, _) = cache.layout(of: feed.name), case .success(let folder) = cache.feedFolder(feed.name, .live) {
+                live = (folder, CacheLayout.generationLink(feed: feed.name, n))
             }
             var listed = Set<String>()
             for resource in feed.resources {
                 if feed.prune { listed.insert(resource.path) }
-                if let expires = resource.expires, expires <= now,
-                   let removal = expired(resource, of: feed, in: feedFolder) {
-                    removals.append(removal)
+                if let expires = resource.expires, expires <= now {
+                    if let removal = expired(resource, of: feed, in: feedFolder, named: feed.name) { removals.append(removal) }
+                    if let live, var removal = expired(resource, of: feed, in: live.folder, named: live.name) {
+                        removal.liveOf = removal.key
+                        removal.key = nil  // its state goes once, with the staged copy
+                        removals.append(removal)
+                    }
                 }
             }
             if feed.prune { prune(feedFolder, feed: feed.name, keeping: listed, into: &removals) }
@@ -54,7 +67,8 @@ public enum GarbageCollector {
     }
 
     /// The expired resource's file, when it is a regular file reached without a symlink.
-    private static func expired(_ resource: Resource, of feed: Feed, in feedFolder: FileDescriptor) -> Removal? {
+    /// `name`: the folder as people read it (the feed's, or a generation's).
+    private static func expired(_ resource: Resource, of feed: Feed, in feedFolder: FileDescriptor, named name: String) -> Removal? {
         let path = resource.path
         let slash = path.lastSlash
         let leaf = slash.map { path.suffix(afterSlash: $0) } ?? path
@@ -70,7 +84,7 @@ public enum GarbageCollector {
             above.append((parent, String(name), opened))
             parent = opened
         }
-        return Removal(path: feed.name + "/" + path, reason: "expired", key: ResourceKey(feed: feed.name, path: path),
+        return Removal(path: name + "/" + path, reason: "expired", key: ResourceKey(feed: feed.name, path: path),
                        folder: folder, name: leaf, above: above)
     }
 

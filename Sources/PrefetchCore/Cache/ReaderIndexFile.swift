@@ -10,12 +10,17 @@ extension CacheLayout {
 extension CacheFolder {
     /// Replaces `CACHE/<feed>/.prefetch-index.json` with `text` atomically: a hidden
     /// temporary file in the feed's folder, fsync, rename, then the folder's fsync — all
-    /// under the feed folder's descriptor, opened below the root without following a
-    /// symlink. A reader sees the old index or the new one, whole.
-    func writeIndex(feed: String, _ bytes: [UInt8]) -> Result<Void, CacheError> {
+    /// under the feed folder's descriptor (the writer's view: for `consistency: release`, the
+    /// release being staged when there is one), opened without following a symlink.
+    /// A reader sees the old index or the new one, whole.
+    func writeIndex(feed: String, _ bytes: [UInt8], view: FeedView = .writer) -> Result<Void, CacheError> {
         let where_ = "\(path)/\(feed)/\(CacheLayout.index)"
         let folder: FileDescriptor
-        switch SafePath.openFolders([Substring(feed)], below: root, create: true) {
+        var none: [FileDescriptor] = []
+        // A feed without a folder yet gets a plain one, as its first placement would.
+        let missing: Bool
+        if case .missing = layout(of: feed) { missing = true } else { missing = false }
+        switch missing ? SafePath.openFolders([Substring(feed)], below: root, create: true, createdIn: &none) : feedFolder(feed, view) {
         case .success(let opened): folder = opened
         case .failure(let error): return .failure(.unsafePath(error.description))
         }
@@ -36,9 +41,23 @@ extension CacheFolder {
         return .success(())
     }
 
+    /// The bytes of the feed's index as `view` sees it, when there is one.
+    func readIndex(feed: String, view: FeedView) -> [UInt8]? {
+        guard case .success(let folder) = feedFolder(feed, view),
+              case .success(let file) = FileDescriptor.open(CacheLayout.index, relativeTo: folder, flags: O_RDONLY | O_NOFOLLOW) else { return nil }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { file.read(into: $0) }
+            guard case .success(let n) = count else { return nil }
+            if n == 0 { return bytes }
+            bytes += buffer[0..<n]
+        }
+    }
+
     /// Whether the feed's index exists (a first pass writes it even when nothing changed).
     func hasIndex(feed: String) -> Bool {
-        guard case .success(let folder) = SafePath.openFolders([Substring(feed)], below: root, create: false) else { return false }
+        guard case .success(let folder) = feedFolder(feed) else { return false }
         return FileSystem.status(of: CacheLayout.index, in: folder).isSuccess
     }
 }

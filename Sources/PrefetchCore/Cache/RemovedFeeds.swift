@@ -32,29 +32,35 @@ enum RemovedFeeds {
 
 extension CacheFolder {
     /// Removes `CACHE/<feed>/` and everything below it, by descriptor: no symlink is
-    /// followed (one is removed as a link), nothing outside the folder is touched. Returns
-    /// how many of the feed's files went (its reader index not counted).
+    /// followed (one is removed as a link), nothing outside the folder is touched; for a
+    /// `consistency: release` feed, its symlink and then its generations. Returns how many
+    /// of the feed's files went (as the writer saw them; its reader index not counted).
     func removeFeedFolder(_ feed: String) -> Result<Int, Errno> {
-        guard case .success(let folder) = SafePath.openFolders([Substring(feed)], below: root, create: false) else {
-            return .success(0)  // gone already, or not a folder prefetch would follow
+        let layout = self.layout(of: feed)
+        switch layout {
+        case .missing, .foreign: return .success(0)  // gone already, or not a folder prefetch would follow
+        case .plain, .generations: break
         }
+        guard case .success(let folder) = feedFolder(feed) else { return .success(0) }
         var removed = 0
-        func empty(_ folder: FileDescriptor) -> Errno? {
+        func count(_ folder: FileDescriptor, top: Bool) {
             for entry in FileSystem.entries(in: folder) {
                 if entry.kind == .directory {
-                    guard case .success(let sub) = FileDescriptor.open(entry.name, relativeTo: folder,
-                                                                       flags: O_RDONLY | O_DIRECTORY | O_NOFOLLOW) else { continue }
-                    if let error = empty(sub) { return error }
-                    if case .failure(let error) = FileSystem.remove(entry.name, in: folder, folder: true) { return error }
-                } else {
-                    if case .failure(let error) = FileSystem.remove(entry.name, in: folder), error.code != ENOENT { return error }
-                    if entry.name != CacheLayout.index && entry.name != CacheLayout.indexTemp { removed += 1 }  // the feed's files, not its index
+                    if case .success(let sub) = FileDescriptor.open(entry.name, relativeTo: folder, flags: O_RDONLY | O_DIRECTORY | O_NOFOLLOW) {
+                        count(sub, top: false)
+                    }
+                } else if !top || (entry.name != CacheLayout.index && entry.name != CacheLayout.indexTemp) {
+                    removed += 1  // the feed's files, not its index
                 }
             }
-            return nil
         }
-        if let error = empty(folder) { return .failure(error) }
-        if case .failure(let error) = FileSystem.remove(feed, in: root, folder: true) { return .failure(error) }
+        count(folder, top: true)
+        if case .failure(let error) = FolderTree.removeTree(feed, in: root) { return .failure(error) }
+        if case .generations = layout, let generations = try? SafePath.openFolders(
+            [Substring(CacheLayout.meta), Substring(CacheLayout.generations)], below: root, create: false).get(),
+           case .failure(let error) = FolderTree.removeTree(feed, in: generations) {
+            return .failure(error)
+        }
         if !syncIsFree, case .failure(let error) = root.sync() { return .failure(error) }
         return .success(removed)
     }

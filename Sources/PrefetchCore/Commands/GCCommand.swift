@@ -28,6 +28,7 @@ enum GCCommand {
             context.console.out("gc: nothing to remove (no cache at \(config.cache))\n")
             return .success
         }
+        if !dryRun { ReleaseSwitch.lay(feeds, cache: cache, console: context.console) }  // a feed that changed `consistency`
         let removals = GarbageCollector.collect(feeds: feeds, cache: cache, now: now)
         var out = ""
         for removal in removals {
@@ -46,6 +47,7 @@ enum GCCommand {
                     code = .failure
                 }
             }
+            IndexWriter.withdraw(removals, feeds: feeds, cache: cache, now: now, console: context.console)
             // The reader index of every feed that lost files.
             let changed = Set(removals.map { String($0.path.prefix { $0 != "/" }) })
             if !changed.isEmpty, let state = session?.state, let snapshot = try? state.snapshot() {

@@ -30,8 +30,18 @@ public struct Feed: Sendable {
     public var limits: FeedLimits
     /// Remove cached files that are no longer listed.
     public var prune: Bool
+    /// What readers see while a release is fetched (SPEC §6).
+    public var consistency: Consistency = .file
     /// What to fetch.
     public var resources: [Resource]
+}
+
+/// What a feed's readers see while a release is fetched (SPEC §6, "All-or-nothing releases").
+public enum Consistency: String, Sendable {
+    /// Each file is replaced atomically on its own, as it arrives.
+    case file
+    /// The whole previous set or the whole new set: generation folders, one symlink switch.
+    case release
 }
 
 /// Conditions that defer a feed's transfers (SPEC §1).

@@ -4,7 +4,7 @@ import Foundation
 public struct FeedDecoder {
     /// Top-level keys of a feed manifest, in the order the README documents them.
     public static let feedKeys = ["name", "schedule", "timezone", "window", "days", "jitter", "conditions",
-                                  "refresh", "retry", "limits", "prune", "resources"]
+                                  "refresh", "retry", "limits", "prune", "consistency", "resources"]
     static let conditionKeys = ["network", "power", "min_battery", "min_free_space", "metered_budget"]
     static let retryKeys = ["attempts", "backoff", "max_backoff"]
     static let limitKeys = ["concurrency", "max_rate", "connect_timeout", "stall_timeout", "max_redirects"]
@@ -140,6 +140,9 @@ public struct FeedDecoder {
 
         var prune = false
         if let node = entries["prune"]?.value, let v = reader.boolean(node, what: "prune") { prune = v }
+        var consistency = Consistency.file
+        if let node = entries["consistency"]?.value,
+           let v = reader.choice(node, what: "consistency", [("file", Consistency.file), ("release", .release)]) { consistency = v }
 
         var resources: [Resource] = []
         if let node = entries["resources"]?.value {
@@ -153,7 +156,7 @@ public struct FeedDecoder {
 
         return Feed(name: name, file: file, nameLocation: nameLocation, schedule: schedule, timeZone: zone, timeZoneName: zoneName,
                     windows: windows, days: days, jitter: jitter, conditions: conditions, refresh: refresh,
-                    retry: retry, limits: limits, prune: prune, resources: resources)
+                    retry: retry, limits: limits, prune: prune, consistency: consistency, resources: resources)
     }
 
     /// The file name without folder and `.yaml`/`.yml` extension.

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A feed's reader index (SPEC §6), `CACHE/<feed>/.prefetch-index.json`: what a kiosk
 /// application reads to know what is offline and whether the release in force arrived.
 /// Built from the plan made after a pass, state.db and what is cached; pure.
@@ -64,6 +66,23 @@ enum ReaderIndex {
         index.list("missing", missing.bytes)
         index.bytes.append(contentsOf: Array("}\n".utf8))
         return index.bytes
+    }
+
+    /// `index` with `withdrawn` moved from `files` to `missing` (with their state and reason)
+    /// and `complete` false: the live generation's index after files went from it while a
+    /// release is staged beside it (its own plan describes the staged one). Nil when `index`
+    /// is not an index.
+    static func withdrawing(_ withdrawn: [(path: String, state: String, reason: String)], from index: [UInt8],
+                            updated: Instant, clock: ZoneClock) -> [UInt8]? {
+        guard var object = (try? JSONSerialization.jsonObject(with: Data(index))) as? [String: Any],
+              let files = object["files"] as? [[String: Any]], let missing = object["missing"] as? [[String: Any]] else { return nil }
+        let paths = Set(withdrawn.map(\.path))
+        object["files"] = files.filter { !paths.contains($0["path"] as? String ?? "") }
+        object["missing"] = missing + withdrawn.map { ["path": $0.path, "state": $0.state, "reason": $0.reason] }
+        object["complete"] = false
+        object["updated"] = TimeFormat.rfc3339(updated, clock: clock)
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return nil }
+        return [UInt8](data) + [UInt8(ascii: "\n")]
     }
 
     /// JSON as bytes: objects of fields, in lists.

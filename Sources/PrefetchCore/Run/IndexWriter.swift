@@ -13,4 +13,23 @@ enum IndexWriter {
             }
         }
     }
+
+    /// Corrects the live generation's index of a `consistency: release` feed from which
+    /// `withdrawn` went while a release is staged beside it (`verify`, an expiry).
+    static func withdraw(_ withdrawn: [(path: String, state: String, reason: String)], feed: Feed, cache: CacheFolder, now: Instant,
+                         console: Console) {
+        guard !withdrawn.isEmpty, let live = cache.readIndex(feed: feed.name, view: .live),
+              let bytes = ReaderIndex.withdrawing(withdrawn, from: live, updated: now, clock: ZoneClock(feed.timeZone)) else { return }
+        if case .failure(let error) = cache.writeIndex(feed: feed.name, bytes, view: .live) {
+            console.err("prefetch: warning: cannot write the live reader index of \(feed.name): \(error)\n")
+        }
+    }
+
+    /// The same for what `gc` removed from live generations (expired files).
+    static func withdraw(_ removals: [GarbageCollector.Removal], feeds: [Feed], cache: CacheFolder, now: Instant, console: Console) {
+        for feed in feeds {
+            let gone = removals.compactMap { $0.liveOf?.feed == feed.name ? $0.liveOf?.path : nil }
+            withdraw(gone.map { ($0, "expired", "expired") }, feed: feed, cache: cache, now: now, console: console)
+        }
+    }
 }

@@ -48,6 +48,7 @@ struct RunPass {
                                   conditions: lastProbe, now: clock(), machineID: machineID)
             return (Planner.plan(input), snapshot, cached)
         }
+        ReleaseSwitch.lay(feeds, cache: cache, console: console)  // a feed that changed `consistency` first
         guard let (plan, snapshot, cached) = makePlan() else { return Outcome(exit: .failure, nextWakeup: nil) }
         /// The pass's own state writes: one that fails is said (once a run, as the engine's
         /// are) and the pass goes on; the files are the truth.
@@ -142,6 +143,7 @@ struct RunPass {
                 console.err("prefetch: warning: cannot remove \(removal.path): \(error)\n")
             }
             for removal in removals { if let key = removal.key { recordState { try state.deleteResource(key) } } }
+            IndexWriter.withdraw(removals, feeds: feeds, cache: cache, now: clock(), console: console)
             changed.formUnion(removals.compactMap { $0.key?.feed })
             if !removals.isEmpty { planAfter = nil }  // files went: plan again
             let gone = FeedRemoval.apply(listed: allFeeds, cache: cache, state: state, now: clock(), grace: settings.config.removedFeedGrace,
@@ -149,11 +151,15 @@ struct RunPass {
             for line in gone.lines { console.err("prefetch: \(line)\n") }
             for error in gone.errors { console.err("prefetch: error: \(error)\n") }
         }
-        // The reader index of every feed whose files or state changed (and of one that has none yet).
-        let indexed = feeds.filter { changed.contains($0.name) || !cache.hasIndex(feed: $0.name) }
+        // The reader index of every feed whose files or state changed (and of one that has none
+        // yet); a finished release's is written in its generation, which then goes live.
+        let switching = ReleaseSwitch.due(feeds, cache: cache, state: (try? state.feedStates()) ?? [:])
+        let switchNames = Set(switching.map(\.name))
+        let indexed = feeds.filter { changed.contains($0.name) || switchNames.contains($0.name) || !cache.hasIndex(feed: $0.name) }
         if !indexed.isEmpty, let (after, snapshotAfter, cachedAfter) = planAfter ?? makePlan() {
             IndexWriter.write(indexed, plan: after, state: snapshotAfter, cached: cachedAfter, cache: cache, now: clock(), console: console)
         }
+        let switched = ReleaseSwitch.apply(switching, cache: cache, console: console)
         let seconds = Date().timeIntervalSince(started)
         if summary.bodyBytes > 0 || summary.placed > 0 {
             recordState {
@@ -163,7 +169,7 @@ struct RunPass {
         }
         if summary.placed + summary.fresh + summary.failed > 0 { recordState { try state.pruneHistory() } }
         if summary.diskFull { console.err("prefetch: error: disk full: transfers paused; partial data kept for resume\n") }
-        let exit: ExitCode = summary.failed > 0 || summary.diskFull ? .failure : .success
+        let exit: ExitCode = summary.failed > 0 || summary.diskFull || !switched ? .failure : .success
         let notDue = plan.feeds.reduce(0) { $0 + $1.items.filter { $0.status != .due && $0.status != .fresh }.count }
         reporter.summary(summary, seconds: seconds, exit: exit, notDue: notDue)
         return Outcome(exit: exit, nextWakeup: nextWakeup)

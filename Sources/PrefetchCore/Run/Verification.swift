@@ -28,6 +28,7 @@ enum Verification {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }
         var changed: Set<String> = []
+        var withdrawnFromLive: [String: [(path: String, state: String, reason: String)]] = [:]
         func say(_ type: String, _ key: ResourceKey, _ text: String, expected: String? = nil, found: String? = nil) {
             if json {
                 var line = JSONObject()
@@ -63,9 +64,12 @@ enum Verification {
                 case .success(let found)?:
                     outcome.mismatched += 1
                     say("mismatch", key, "mismatch  \(name)  expected \(expected) found \(found)", expected: expected, found: found)
-                    if case .failure(let error) = cache.removeFinal(feed: feed.name, path: resource.path) {
+                    switch cache.removeFinal(feed: feed.name, path: resource.path) {
+                    case .failure(let error):
                         outcome.errors += 1
                         console.err("prefetch: error: cannot remove \(cache.path)/\(name): \(error)\n")
+                    case .success(true): withdrawnFromLive[feed.name, default: []].append((resource.path, "missing", "failed verification"))
+                    case .success(false): break
                     }
                     do { try state.deleteResource(key) } catch {
                         outcome.errors += 1
@@ -83,6 +87,7 @@ enum Verification {
             IndexWriter.write(feeds.filter { changed.contains($0.name) }, plan: plan, state: after, cached: cachedAfter, cache: cache,
                               now: now, console: console)
         }
+        for feed in feeds { IndexWriter.withdraw(withdrawnFromLive[feed.name] ?? [], feed: feed, cache: cache, now: now, console: console) }
         if json {
             var line = JSONObject()
             line.add("type", "summary")
