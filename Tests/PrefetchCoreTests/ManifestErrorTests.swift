@@ -64,6 +64,8 @@ import Testing
         Case(yaml: "refresh: 1m1h\n" + ok, expected: ["t.yaml:1:13: error: duration units must go from large to small, each once (as in 1h30m)"]),
         Case(yaml: "prune: yes\n" + ok, expected: ["t.yaml:1:8: error: prune must be true or false, found 'yes'"]),
         Case(yaml: "prune: \"true\"\n" + ok, expected: ["t.yaml:1:9: error: prune must be true or false without quotes"]),
+        Case(yaml: "consistency: releases\n" + ok, expected: ["t.yaml:1:14: error: consistency must be file or release, found 'releases' (did you mean 'release'?)"]),
+        Case(yaml: "consistency: [release]\n" + ok, expected: ["t.yaml:1:14: error: consistency must be a value, found a list"]),
         Case(yaml: "conditions:\n  network: metred\n  power: battery\n  min_battery: 140\n  min_free_space: 2 GiB\n  metered_budget: 200MiB/s\n" + ok,
              expected: ["t.yaml:2:12: error: network must be any or unmetered, found 'metred' (did you mean 'unmetered'?)",
                         "t.yaml:3:10: error: power must be any or ac, found 'battery'",

@@ -100,6 +100,12 @@ import PrefetchCore
         for name in ["a.bin", "b.bin", "c.bin"] { #expect(s.digest("t/\(name)") == Self.digest(name, 1), "readers see the old set: \(name)") }
         #expect(try ReaderIndexTests.index(s)["complete"] as? Bool == true, "the live index still describes the live set")
         #expect(Self.generations(s).count == 3, "previous (empty first), live, staged: \(Self.generations(s))")
+        let liveNumber = try #require(Int(live1.split(separator: "/").last ?? ""))
+        let status = try s.run(["status"], environment: ["PREFETCH_CLOCK_OFFSET": "+2h"])
+        #expect(status.stdout.contains("release: generation \(liveNumber) live, generation \(liveNumber + 1) staged"), "\(status.stdout)")
+        let statusJSON = try s.run(["status", "--json"], environment: ["PREFETCH_CLOCK_OFFSET": "+2h"]).events.first { $0["type"] as? String == "feed" }
+        #expect(statusJSON?["consistency"] as? String == "release" && statusJSON?["generation"] as? Int == liveNumber
+                && statusJSON?["staged_generation"] as? Int == liveNumber + 1, "\(statusJSON ?? [:])")
         // The backoff is over: b arrives, and the whole new set goes live.
         let done = try s.runJSON(offset: "+3h10m")
         #expect(done.status == 0, "\(done.diagnostics)")

@@ -109,10 +109,14 @@ extension CacheFolder {
         }
     }
 
-    /// `.prefetch/generations/<feed>/`.
+    /// `.prefetch/generations/<feed>/`; when it is created, the folders it was made in are
+    /// fsynced, so the generations below it survive a power cut.
     func generationsFolder(_ feed: String, create: Bool) -> FileDescriptor? {
-        try? SafePath.openFolders([Substring(CacheLayout.meta), Substring(CacheLayout.generations), Substring(feed)],
-                                  below: root, create: create).get()
+        var createdIn: [FileDescriptor] = []
+        let folder = try? SafePath.openFolders([Substring(CacheLayout.meta), Substring(CacheLayout.generations), Substring(feed)],
+                                               below: root, create: create, createdIn: &createdIn).get()
+        if !syncIsFree { for parent in createdIn where parent.sync().isSuccess == false { return nil } }
+        return folder
     }
 
     private func generation(_ feed: String, _ n: Int) -> Result<FileDescriptor, SafePathError> {

@@ -42,6 +42,9 @@ enum StatusCommand {
             let due = feedPlan.items.contains { $0.status == .due }
             let nextWakeup: Instant? = due ? now : wakeups.filter { $0 > now }.min()
             let clock = feedPlan.clock
+            // `consistency: release` (SPEC §6): the generation readers see, and one being staged.
+            var generation: (live: Int, staged: Int?)?
+            if let cache, case .generations(let live, let staging, _) = cache.layout(of: feed.name) { generation = (live, staging) }
             if json {
                 var line = JSONObject()
                 line.add("type", "feed")
@@ -52,12 +55,21 @@ enum StatusCommand {
                 line.add("last_error", lastError.map { "\(lastErrorKey): \($0)" })
                 line.add("partials", Int64(partials.count))
                 line.add("next_wakeup", nextWakeup.map { TimeFormat.rfc3339($0, clock: clock) })
+                line.add("consistency", feed.consistency.rawValue)
+                line.add("generation", generation.map { Int64($0.live) })
+                line.add("staged_generation", generation?.staged.map { Int64($0) })
                 out += line.line + "\n"
                 continue
             }
             out += "\(feed.name): \(files) of \(feed.resources.count) files cached, \(ByteSize.format(bytes))\n"
             out += "  last success: " + (lastSuccess.map { TimeFormat.local($0, clock: clock) } ?? "never") + "\n"
             if let lastError { out += "  last error: \(lastErrorKey): \(lastError)\n" }
+            if let generation {
+                out += "  release: generation \(generation.live) live"
+                    + (generation.staged.map { ", generation \($0) staged (readers see it when the release finishes)" } ?? "") + "\n"
+            } else if feed.consistency == .release {
+                out += "  release: no generation yet (the next run lays it out)\n"
+            }
             for (path, offset, total) in partials {
                 let progress = total.map { " of \(ByteSize.format($0)) (\(Int(Double(offset) * 100 / Double(max(1, $0))))%)" } ?? ""
                 out += "  partial: \(path) \(ByteSize.format(offset))\(progress)\n"
