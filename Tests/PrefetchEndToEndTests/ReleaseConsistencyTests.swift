@@ -266,6 +266,31 @@ import PrefetchCore
         #expect(!Self.generations(s).contains { $0.contains(".") }, "no generation left half-built: \(Self.generations(s))")
     }
 
+    /// The README's Python reader, run as written against a release feed: it reads the live
+    /// generation's index, and every file through the folder it opened.
+    @Test func theReadmesPythonReaderReadsOneGeneration() throws {
+        let s = try FaultHarness()
+        Self.serve(s, ["a.bin", "b.bin", "c.bin"], version: 1)
+        try s.feed(Self.feed)
+        #expect(try s.runJSON().status == 0)
+        let readme = try String(contentsOf: ReadmeExampleTests.readme, encoding: .utf8)
+        let reader = try ReadmeExampleTests.block(after: "A reader in ten lines of Python", in: readme)
+        #expect(reader.split(separator: "\n").count <= 11, "ten lines, and the call")
+        let script = reader.replacingOccurrences(of: "\"/var/cache/prefetch\", \"lobby-loop\"", with: "\"\(s.cache.path)\", \"t\"")
+            + "import hashlib\nfor path, name in sorted(ready.items()): print(path, hashlib.sha256(open(name, 'rb').read()).hexdigest())\n"
+        try s.dir.write("reader.py", script)
+        let python = Process()
+        python.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        python.arguments = [s.dir.url.appendingPathComponent("reader.py").path]
+        let out = Pipe()
+        python.standardOutput = out
+        try python.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        python.waitUntilExit()
+        #expect(python.terminationStatus == 0)
+        #expect(text == ["a.bin", "b.bin", "c.bin"].map { "\($0) \(Self.digest($0, 1))\n" }.joined(), "\(text)")
+    }
+
     /// A reader polls during a switch — 120 files, a slow origin — opening `CACHE/t` once per
     /// look and reading every file and the index below that one folder, as an application
     /// does: it sees the whole old set or the whole new set, each matching its index, never
