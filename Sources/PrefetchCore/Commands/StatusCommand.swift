@@ -42,6 +42,12 @@ enum StatusCommand {
             let due = feedPlan.items.contains { $0.status == .due }
             let nextWakeup: Instant? = due ? now : wakeups.filter { $0 > now }.min()
             let clock = feedPlan.clock
+            // Starvation (SPEC §6): windows missed in a row while a release was pending.
+            let activity = feed.resources.compactMap { snapshot.resources[ResourceKey(feed: feed.name, path: $0.path)]?.validatedAt }.max()
+            let starvation = Starvation.count(FeedTiming(feed, machineID: settings.machineID?.usableValue), state: feedState,
+                                              lastActivity: activity, now: now)
+            let missedReason = Starvation.reason(starvation, seen: feedState?.missedReason, at: feedState?.missedReasonAt)
+            let starved = starvation.missed >= config.starvedAfter
             // `consistency: release` (SPEC §6): the generation readers see, and one being staged.
             var generation: (live: Int, staged: Int?)?
             if let cache, case .generations(let live, let staging, _) = cache.layout(of: feed.name) { generation = (live, staging) }
@@ -55,6 +61,9 @@ enum StatusCommand {
                 line.add("last_error", lastError.map { "\(lastErrorKey): \($0)" })
                 line.add("partials", Int64(partials.count))
                 line.add("next_wakeup", nextWakeup.map { TimeFormat.rfc3339($0, clock: clock) })
+                line.add("missed_windows", Int64(starvation.missed))
+                line.add("starved", starved)
+                line.add("missed_reason", missedReason)
                 line.add("consistency", feed.consistency.rawValue)
                 line.add("generation", generation.map { Int64($0.live) })
                 line.add("staged_generation", generation?.staged.map { Int64($0) })
@@ -64,6 +73,10 @@ enum StatusCommand {
             out += "\(feed.name): \(files) of \(feed.resources.count) files cached, \(ByteSize.format(bytes))\n"
             out += "  last success: " + (lastSuccess.map { TimeFormat.local($0, clock: clock) } ?? "never") + "\n"
             if let lastError { out += "  last error: \(lastErrorKey): \(lastError)\n" }
+            if starvation.missed > 0 {
+                out += "  \(starvation.missed) \(starvation.missed == 1 ? "window" : "windows") missed: \(missedReason ?? "")"
+                    + (starved ? " (starved: \(config.starvedAfter) or more in a row)" : "") + "\n"
+            }
             if let generation {
                 out += "  release: generation \(generation.live) live"
                     + (generation.staged.map { ", generation \($0) staged (readers see it when the release finishes)" } ?? "") + "\n"

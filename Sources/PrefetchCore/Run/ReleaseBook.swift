@@ -13,7 +13,11 @@ enum ReleaseBook {
 
     /// Records as begun the release of each feed with work due, when it is not recorded yet
     /// (that also forgets when the previous one finished).
+    /// Every feed planned is recorded as seen, the first time (starvation counts from then).
     static func begin(_ plan: Plan, _ snapshot: StateSnapshot, _ state: StateStore) throws(SQLiteError) {
+        for feedPlan in plan.feeds where snapshot.feeds[feedPlan.name]?.firstSeen == nil {
+            try state.recordSeen(feed: feedPlan.name, at: plan.now)
+        }
         for (feedPlan, release) in zip(plan.feeds, releases(plan, snapshot))
         where feedPlan.items.contains(where: { $0.status == .due }) && snapshot.feeds[feedPlan.name]?.lastRelease != release {
             try state.recordRelease(feed: feedPlan.name, release: release)
@@ -44,5 +48,19 @@ enum ReleaseBook {
             }
         }
         return finished
+    }
+
+    /// Why a feed's pending release is not moving, from a plan: the reason most of its rows
+    /// that keep the release open but are not due give (the first such row's on a tie); nil
+    /// when nothing keeps it open or all of it is due.
+    static func stuckReason(_ feedPlan: FeedPlan) -> String? {
+        var counts: [String: Int] = [:]
+        var order: [String] = []
+        for item in feedPlan.items where keepsReleaseOpen(item) && item.status != .due {
+            if counts[item.reason] == nil { order.append(item.reason) }
+            counts[item.reason, default: 0] += 1
+        }
+        guard let most = counts.values.max() else { return nil }
+        return order.first { counts[$0] == most }
     }
 }

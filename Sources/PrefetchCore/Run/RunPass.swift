@@ -129,6 +129,11 @@ struct RunPass {
             }
         } else if let (after, snapshotAfter, cachedAfter) = makePlan() {
             planAfter = (after, snapshotAfter, cachedAfter)
+            // Starvation (SPEC §6): why a pending release moves nothing, seen while its window is open.
+            for (feed, feedPlan) in zip(feeds, after.feeds) {
+                guard timings[feed.name]?.openInterval(at: after.now) != nil, let reason = ReleaseBook.stuckReason(feedPlan) else { continue }
+                recordState { try state.recordMissedReason(feed: feed.name, reason, at: after.now) }
+            }
             nextWakeup = Self.nextWakeup(after, recheck: Self.recheckSeconds)
             // A release just finished: a feed with neither schedule nor window now has its next
             // release, which the plan made before could not know of.

@@ -54,12 +54,22 @@ public struct FeedState: Sendable, Equatable {
     public var lastReleaseFinished: Instant?
     public var lastSuccess: Instant?
     public var lastError: String?
+    /// Why a pending release moved nothing, as a pass saw it last while the window was open,
+    /// and when (SPEC §6, starvation).
+    public var missedReason: String?
+    public var missedReasonAt: Instant?
+    /// When a pass first saw the feed (one that never finished a release starves since then).
+    public var firstSeen: Instant?
 
-    public init(lastRelease: Instant? = nil, lastReleaseFinished: Instant? = nil, lastSuccess: Instant? = nil, lastError: String? = nil) {
+    public init(lastRelease: Instant? = nil, lastReleaseFinished: Instant? = nil, lastSuccess: Instant? = nil, lastError: String? = nil,
+                missedReason: String? = nil, missedReasonAt: Instant? = nil, firstSeen: Instant? = nil) {
         self.lastRelease = lastRelease
         self.lastReleaseFinished = lastReleaseFinished
         self.lastSuccess = lastSuccess
         self.lastError = lastError
+        self.missedReason = missedReason
+        self.missedReasonAt = missedReasonAt
+        self.firstSeen = firstSeen
     }
 }
 

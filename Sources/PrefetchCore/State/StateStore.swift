@@ -221,11 +221,14 @@ public final class StateStore {
     /// Each feed's releases and last outcome (the `feeds` part of a snapshot, read alone).
     public func feedStates() throws(SQLiteError) -> [String: FeedState] {
         var states: [String: FeedState] = [:]
-        let feeds = try db.prepare("SELECT feed, last_release, last_release_finished, last_success, last_error FROM feeds")
+        let feeds = try db.prepare("SELECT feed, last_release, last_release_finished, last_success, last_error, missed_reason, last_missed FROM feeds")
         while try feeds.step() {
             states[feeds.text(0) ?? ""] = FeedState(lastRelease: feeds.instant(1), lastReleaseFinished: feeds.instant(2),
-                                                   lastSuccess: feeds.instant(3), lastError: feeds.text(4))
+                                                   lastSuccess: feeds.instant(3), lastError: feeds.text(4),
+                                                   missedReason: feeds.text(5), missedReasonAt: feeds.instant(6))
         }
+        let seen = try db.prepare("SELECT feed, value FROM counters WHERE name = 'first_seen'")
+        while try seen.step() { states[seen.text(0) ?? "", default: FeedState()].firstSeen = seen.instant(1) }
         return states
     }
 
@@ -300,6 +303,21 @@ public final class StateStore {
     }
 
     /// Records that the current release of `feed` finished at `time`.
+    /// Records when a pass first saw `feed` (kept from then on): a feed that never finished
+    /// a release has starved since then (SPEC §6).
+    public func recordSeen(feed: String, at time: Instant) throws(SQLiteError) {
+        try db.run("INSERT OR IGNORE INTO counters (feed, name, value) VALUES (?, 'first_seen', ?)", [.text(feed), .instant(time)])
+    }
+
+    /// Records why the feed's pending release moved nothing, as a pass saw it at `time`
+    /// (`missed_reason`, `last_missed`: when it was seen).
+    public func recordMissedReason(feed: String, _ reason: String, at time: Instant) throws(SQLiteError) {
+        try db.run("""
+            INSERT INTO feeds (feed, missed_reason, last_missed) VALUES (?, ?, ?)
+            ON CONFLICT (feed) DO UPDATE SET missed_reason = excluded.missed_reason, last_missed = excluded.last_missed
+            """, [.text(feed), .text(reason), .instant(time)])
+    }
+
     public func recordReleaseFinished(feed: String, at time: Instant) throws(SQLiteError) {
         try db.run("UPDATE feeds SET last_release_finished = ?, last_success = ? WHERE feed = ?", [.instant(time), .instant(time), .text(feed)])
     }

@@ -64,6 +64,9 @@ struct Simulation {
     /// Releases in which each resource succeeded (placed or a 304), with the entry it had.
     var successes: [Set<String>]
     var etagCounter = 0
+    var starvation: ReferenceStarvation
+    /// The latest moment a pass ran at (a clock set back runs before it).
+    var latestSeen = Instant(seconds: 0)
 
     init(index: Int, seed: UInt64, days: Int64) throws {
         random = SplitMix64(seed: seed)
@@ -77,6 +80,7 @@ struct Simulation {
         folder = try TemporaryFolder()
         store = try StateStore.openForWriting(folder.path + "/state.db")
         histories = Array(repeating: ReferencePlanner.History(), count: feed.items.count)
+        starvation = ReferenceStarvation(reference)
         successes = Array(repeating: [], count: feed.items.count)
     }
 
@@ -143,6 +147,19 @@ struct Simulation {
                 return "at \(now) (\(SimulatedFeed.rfc3339(now.seconds))), \(item.path): the planner says \(planned.status) (\(planned.reason), next \(planned.next.map { "\($0)" } ?? "-")), the reference \(expected) (\(why)); \(describe(index))"
             }
         }
+        // 1b. The windows missed in a row (SPEC §6) are the reference's.
+        if starvation.firstSeen == nil { starvation.firstSeen = now; starvation.record(feedHistory, at: now) }
+        let activity = snapshot.resources.values.compactMap(\.validatedAt).max()
+        let counted = Starvation.count(FeedTiming(decoded, machineID: feed.machineID), state: snapshot.feeds[feed.name],
+                                       lastActivity: activity, now: now).missed
+        let expectedMissed = starvation.missed(reference, at: now)
+        // A clock set back behind what state.db recorded sees the recorded state, not the past's: not compared.
+        if now >= latestSeen, counted != expectedMissed {
+            let timing = FeedTiming(decoded, machineID: feed.machineID)
+            let since = Starvation.pendingSince(timing, state: snapshot.feeds[feed.name], now: now)
+            return "at \(now) (\(SimulatedFeed.rfc3339(now.seconds))): \(counted) windows missed, the reference says \(expectedMissed); \(describe(nil)); history \(starvation.histories.suffix(3)); product since \(since.map { "\($0)" } ?? "-"), activity \(activity.map { "\($0)" } ?? "-"), spans \(since.map { Starvation.spans(timing, after: $0, through: now).map { "\($0.open)-\($0.close)" } } ?? []); reference since \(starvation.pendingSince(reference, at: now).map { "\($0)" } ?? "-"), spans \((0..<8).compactMap { starvation.span($0, reference, now: now) }.map { "\($0.open)-\($0.close)" }), successes \(starvation.successes.suffix(3))"
+        }
+        latestSeen = max(latestSeen, now)
         // 2. The release a pass records is the reference's.
         let releases = ReleaseBook.releases(plan, snapshot)
         // A feed first seen: its pending release is taken to begin one jitter before now (it is due at once).
@@ -155,6 +172,7 @@ struct Simulation {
             let firstSeen = feed.mode == .neither && feedHistory.lastRelease == nil ? now : nil
             feedHistory = ReferencePlanner.FeedHistory(lastRelease: expectedRelease, lastFinished: nil, firstSeen: firstSeen)
         }
+        starvation.record(feedHistory, at: now)
         // 3. The transfers, in the plan's order, each with its outcome.
         var clock = now
         for key in plan.order {
@@ -177,6 +195,7 @@ struct Simulation {
             }
         }
         if !open, feedHistory.lastRelease != nil, feedHistory.lastFinished == nil { feedHistory.lastFinished = now }
+        starvation.record(feedHistory, at: now)
         let recorded = try store.feedStates()[feed.name]
         if recorded?.lastRelease != feedHistory.lastRelease || recorded?.lastReleaseFinished != feedHistory.lastFinished {
             return "at \(now): state.db has release \(recorded?.lastRelease.map { "\($0)" } ?? "-") finished \(recorded?.lastReleaseFinished.map { "\($0)" } ?? "-"), the reference \(feedHistory.lastRelease.map { "\($0)" } ?? "-") finished \(feedHistory.lastFinished.map { "\($0)" } ?? "-")"
@@ -243,6 +262,7 @@ struct Simulation {
                     histories[index].recordedSize = size
                 }
                 histories[index].validatedAt = clock
+                starvation.successes.append(clock)
                 histories[index].failures = 0
                 histories[index].permanent = false
                 histories[index].nextRetry = nil
