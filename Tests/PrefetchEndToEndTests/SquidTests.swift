@@ -230,6 +230,25 @@ import PrefetchCore
         #expect(squid.log("/a.bin").count == (throughSquid ? 1 : 0))
     }
 
+    /// `per_host` counts per origin through a proxy too: two origins behind squid (one
+    /// server under two names), `per_host: 2`, run 2 + 2 requests at once. (libcurl keys its
+    /// connections to an HTTP proxy by the proxy, so its own per-host cap held every origin
+    /// behind squid to 2 together.)
+    @Test func perHostCountsEachOriginBehindTheProxy() throws {
+        let site = try Site(kiosks: 1, hosts: ["127.0.0.1 origin.fleet.test"], config: "per_host: 2\n")
+        var yaml = "limits: { concurrency: 16 }\nresources:\n"
+        for index in 0..<8 {
+            site.origin.serve("/f\(index).bin", OriginResource(FaultTests.bytes(5_000, seed: 1330 + UInt64(index)), etag: "\"f\(index)\""))
+            site.origin.inject("/f\(index).bin", [.delay(seconds: 1)])
+            let host = index < 4 ? "127.0.0.1" : "origin.fleet.test"
+            yaml += "  - url: http://\(host):\(site.origin.port)/f\(index).bin\n"
+        }
+        try site.feed(yaml)
+        let run = try site.run(0)
+        #expect(run.status == 0, "\(run.diagnostics)")
+        #expect(site.origin.peakActiveRequests == 4, "\(site.origin.peakActiveRequests) requests at once to two origins of per_host 2")
+    }
+
     /// An https:// resource goes through squid in a CONNECT tunnel: the kiosk verifies the
     /// origin's certificate end to end, and squid cannot keep a copy — each kiosk's request
     /// reaches the origin.
