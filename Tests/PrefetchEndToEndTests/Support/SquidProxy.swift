@@ -8,17 +8,29 @@ import Testing
 /// configuration is the site settings README's "Running a fleet" recommends
 /// (`SquidProxy.siteSettings`) plus what a private instance needs.
 final class SquidProxy {
-    /// README's site settings, as a site's `/etc/squid/conf.d/` file holds them (the
-    /// `http_access` line for the site's kiosks aside: here they are all on localhost; and
-    /// the cache_dir's size and folder levels are a test's: 4 × 4 folders are made in
-    /// milliseconds, 16 × 256 take half a second).
-    static let siteSettings = [
-        "cache_dir ufs CACHE_DIR 512 4 4",
-        "maximum_object_size 64 MB",
-        "range_offset_limit none",
-        "quick_abort_min -1 KB",
-        "collapsed_forwarding on",
-    ]
+    /// README's site settings ("A site cache (Squid)"), read from README.md so the two never
+    /// differ: its squid.conf lines, comments dropped, but for what belongs to a test — the
+    /// `http_access` line for the site's kiosks (here they are all on localhost) and the
+    /// cache_dir's place, size and folder levels (4 × 4 folders are made in milliseconds,
+    /// 16 × 256 take half a second).
+    static func siteSettings() throws -> [String] {
+        let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../README.md").standardized
+        let lines = try String(contentsOf: readme, encoding: .utf8).components(separatedBy: "\n")
+        guard let marker = lines.firstIndex(where: { $0.contains("and give Debian's `squid` these lines") }),
+              let open = lines[marker...].firstIndex(where: { $0.hasPrefix("```") }),
+              let close = lines[(open + 1)...].firstIndex(where: { $0.hasPrefix("```") }) else {
+            throw SquidError(message: "README.md has no squid.conf block after \"and give Debian's `squid` these lines\"")
+        }
+        let settings = lines[(open + 1)..<close]
+            .map { $0.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0].trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("http_access") }
+            .map { $0.hasPrefix("cache_dir ") ? "cache_dir ufs CACHE_DIR 512 4 4" : $0 }
+        guard settings.contains(where: { $0.hasPrefix("cache_dir ") }), settings.count >= 5 else {
+            throw SquidError(message: "README.md's squid.conf block lost its settings: \(settings)")
+        }
+        return settings
+    }
+
     static let executable = "/usr/sbin/squid"
 
     let folder: URL
@@ -27,10 +39,10 @@ final class SquidProxy {
     let scheme: String
     private let process = Process()
 
-    /// `settings` replace `siteSettings` (to show what one of them changes); `hosts` are
-    /// lines of squid's own hosts file (`127.0.0.1 origin.fleet.test`), for names only squid
-    /// can resolve; `tls` (PEM certificate and key) makes it an HTTPS proxy.
-    init(settings: [String] = SquidProxy.siteSettings, hosts: [String] = [], tls: (certificate: String, key: String)? = nil) throws {
+    /// `settings` replace README's (`siteSettings`); `hosts` are lines of squid's own hosts
+    /// file (`127.0.0.1 origin.fleet.test`), for names only squid can resolve; `tls` (PEM
+    /// certificate and key) makes it an HTTPS proxy.
+    init(settings: [String]? = nil, hosts: [String] = [], tls: (certificate: String, key: String)? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.executable) else {
             throw SquidError(message: "squid is not installed (\(Self.executable)): run scripts/setup squid, which scripts/test does")
         }
@@ -60,7 +72,7 @@ final class SquidProxy {
             "shutdown_lifetime 0 seconds",
             "http_access allow localhost",
             "http_access deny all",
-        ] + settings.map { $0.replacingOccurrences(of: "CACHE_DIR", with: "\(f)/cache") }
+        ] + (try settings ?? Self.siteSettings()).map { $0.replacingOccurrences(of: "CACHE_DIR", with: "\(f)/cache") }
         try (conf.filter { !$0.isEmpty }.joined(separator: "\n") + "\n").write(to: folder.appendingPathComponent("squid.conf"), atomically: true, encoding: .utf8)
         try (["127.0.0.1 localhost"] + hosts).joined(separator: "\n").appending("\n")
             .write(to: folder.appendingPathComponent("hosts"), atomically: true, encoding: .utf8)
@@ -68,7 +80,7 @@ final class SquidProxy {
             for path in [f, f + "/squid.conf", f + "/hosts"] { chown(path, user.pw_uid, user.pw_gid) }
         }
         let confPath = folder.appendingPathComponent("squid.conf").path
-        if settings.contains(where: { $0.hasPrefix("cache_dir") }) {
+        if conf.contains(where: { $0.hasPrefix("cache_dir") }) {
             let status = try Self.squid(["-N", "-z", "-f", confPath])  // creates the cache_dir's folders
             guard status == 0 else { throw SquidError(message: "squid -z exited \(status): \(cacheLog())") }
         }
