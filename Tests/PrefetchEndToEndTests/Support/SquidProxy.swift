@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-import Testing
 
 /// A real Squid (Debian's `squid`) on 127.0.0.1: the site cache a fleet of kiosks shares.
 /// It has its own squid.conf, disk cache, logs and pid file in a temporary folder, and runs
@@ -38,6 +37,7 @@ final class SquidProxy {
     /// `http`, or `https` for a TLS proxy.
     let scheme: String
     private let process = Process()
+    private var started = false
 
     /// `settings` replace README's (`siteSettings`); `hosts` are lines of squid's own hosts
     /// file (`127.0.0.1 origin.fleet.test`), for names only squid can resolve; `tls` (PEM
@@ -90,6 +90,7 @@ final class SquidProxy {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
+        started = true
         for _ in 0..<200 {
             if cacheLog().contains("Accepting HTTP") || cacheLog().contains("Accepting HTTPS") { return }
             if !process.isRunning { break }
@@ -107,6 +108,7 @@ final class SquidProxy {
     /// SIGKILL: a child of the test process inherits its blocked SIGTERM, and nothing of this
     /// squid is kept. Its helper (unlinkd) ends when squid's end closes its pipe.
     private func stop() {
+        guard started else { return }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
