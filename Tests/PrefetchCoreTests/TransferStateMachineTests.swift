@@ -163,6 +163,35 @@ import Testing
         #expect(m.phase == .fresh && m.isOver)
     }
 
+    /// A 200 to a revalidation that carries the cached copy's own strong ETag is that copy
+    /// (RFC 9110 §8.8.1; a stale Squid entry asked with If-None-Match alone answers so): its
+    /// body is not written, the copy is kept as for a 304, however the connection ends.
+    @Test(arguments: [true, false]) func a200CarryingTheCachedCopyKeepsIt(cleanly: Bool) {
+        var m = Self.machine(cached: Validators(etag: "\"c\"", lastModified: "Sun, 29 Nov 2026 10:00:00 GMT"))
+        let request = m.request()
+        #expect(request.revalidating != nil)
+        Self.respond(&m, "HTTP/1.1 200 OK", "Content-Length: 5000", "ETag: \"c\"")
+        let begun = m.bodyBegins()
+        #expect(begun == .discard)
+        let chunk = m.bodyChunk(5000)
+        #expect(chunk == .refuse && m.offset == 0, "a byte of the copy was written")
+        let end = Self.end(&m, cleanly: cleanly)
+        #expect(end == .keepCachedCopy(Validators(etag: "\"c\"", lastModified: "Sun, 29 Nov 2026 10:00:00 GMT")))
+        #expect(m.phase == .fresh && m.isOver)
+    }
+
+    /// Not the copy: another ETag, a weak one (RFC 9110 §8.8.1: only a strong validator says
+    /// the bytes are the same), or no revalidation at all — each body is written and placed.
+    @Test(arguments: [("\"c\"", "\"c2\"", true), ("W/\"c\"", "W/\"c\"", true), ("\"c\"", "W/\"c\"", true), ("\"c\"", "\"c\"", false)])
+    func a200ThatIsNotTheCachedCopyIsPlaced(cached: String, sent: String, revalidating: Bool) {
+        var m = Self.machine(cached: revalidating ? Validators(etag: cached) : nil)
+        _ = m.request()
+        Self.respond(&m, "HTTP/1.1 200 OK", "Content-Length: 1000", "ETag: \(sent)")
+        #expect(Self.receive(&m, 1000).allSatisfy { $0 == .write })
+        let end = Self.end(&m)
+        #expect(end == .digest && m.offset == 1000)
+    }
+
     /// FAULTS 18: redirects are followed by hand — bounded, loops refused, only http(s),
     /// the manifest's headers only to the resource's own origin.
     @Test func redirectsAreFollowedByHand() {
@@ -336,7 +365,8 @@ import Testing
                     m.headerLine("Content-Range: bytes \(start)-\(end)/\(pick(["\(total)", "*", "\(total + 1)"]))")
                 }
                 if Bool.random(using: &random) { m.headerLine("Content-Length: \(pick([total, total - min(total, request.rangeFrom), 5]))") }
-                m.headerLine("ETag: \(pick(["\"v1\"", "\"v2\"", "W/\"v1\""]))")
+                let etag = pick(["\"v1\"", "\"v2\"", "W/\"v1\"", "\"c\""])
+                m.headerLine("ETag: \(etag)")
                 if status == 302 { m.headerLine("Location: \(pick(["https://e.com/b.bin", "https://e.com/a.bin", "ftp://x/y"]))") }
                 var body = pick([UInt64(0), 1, 40_000, total, 2 * Self.mib])
                 writtenThisBody = 0
@@ -388,7 +418,8 @@ import Testing
                     request = next
                     #expect(status == 302 && m.phase == .connecting, "\(context)")
                 case .keepCachedCopy:
-                    #expect(status == 304 && request.revalidating != nil && m.phase == .fresh, "\(context)")
+                    // A 304, or a 200 carrying the cached copy's own strong ETag.
+                    #expect((status == 304 || (status == 200 && etag == "\"c\"")) && request.revalidating != nil && m.phase == .fresh, "\(context)")
                     ended = true
                 case .fail:
                     #expect(m.phase == .failed, "\(context)")

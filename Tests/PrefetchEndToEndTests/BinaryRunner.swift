@@ -64,6 +64,14 @@ enum BinaryRunner {
     static func run(_ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:],
                     executable: URL = executable, timeout: Double = 60,
                     sourceLocation: Testing.SourceLocation = #_sourceLocation) throws -> RunResult {
+        try start(arguments, in: directory, environment: environment, executable: executable)
+            .finish(timeout: timeout, sourceLocation: sourceLocation)
+    }
+
+    /// Starts what `run` runs and returns at once: several processes can then run side by
+    /// side (a fleet of kiosks), each finished with `finish`.
+    static func start(_ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:],
+                      executable: URL = executable) throws -> Running {
         let scratch = try TemporaryFolder()
         let outURL = scratch.url.appendingPathComponent("stdout")
         let errURL = scratch.url.appendingPathComponent("stderr")
@@ -71,7 +79,6 @@ enum BinaryRunner {
         try Data().write(to: errURL)
         let outHandle = try FileHandle(forWritingTo: outURL)
         let errHandle = try FileHandle(forWritingTo: errURL)
-        defer { try? outHandle.close(); try? errHandle.close() }
 
         let process = Process()
         process.executableURL = executable
@@ -84,17 +91,45 @@ enum BinaryRunner {
         process.standardOutput = outHandle
         process.standardError = errHandle
         process.standardInput = FileHandle.nullDevice
-        let started = Date()
+        let running = Running(process: process, arguments: arguments, scratch: scratch, outHandle: outHandle, errHandle: errHandle)
         try process.run()
-        while process.isRunning && Date().timeIntervalSince(started) < timeout { usleep(20_000) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            Issue.record("prefetch \(arguments.first ?? "") did not finish within \(Int(timeout)) s; killed", sourceLocation: sourceLocation)
+        return running
+    }
+
+    /// A process `start` started.
+    final class Running {
+        let process: Process
+        let arguments: [String]
+        private let scratch: TemporaryFolder
+        private let outHandle: FileHandle, errHandle: FileHandle
+        private let started = Date()
+
+        fileprivate init(process: Process, arguments: [String], scratch: TemporaryFolder, outHandle: FileHandle, errHandle: FileHandle) {
+            self.process = process
+            self.arguments = arguments
+            self.scratch = scratch
+            self.outHandle = outHandle
+            self.errHandle = errHandle
         }
-        process.waitUntilExit()
-        return RunResult(status: process.terminationStatus,
-                         stdout: try String(contentsOf: outURL, encoding: .utf8),
-                         stderr: try String(contentsOf: errURL, encoding: .utf8),
-                         seconds: Date().timeIntervalSince(started))
+
+        deinit {
+            try? outHandle.close()
+            try? errHandle.close()
+        }
+
+        /// Waits for the process (killing it after `timeout` seconds from its start, as an
+        /// issue) and returns what it left.
+        func finish(timeout: Double = 60, sourceLocation: Testing.SourceLocation = #_sourceLocation) throws -> RunResult {
+            while process.isRunning && Date().timeIntervalSince(started) < timeout { usleep(20_000) }
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                Issue.record("prefetch \(arguments.first ?? "") did not finish within \(Int(timeout)) s; killed", sourceLocation: sourceLocation)
+            }
+            process.waitUntilExit()
+            return RunResult(status: process.terminationStatus,
+                             stdout: try String(contentsOf: scratch.url.appendingPathComponent("stdout"), encoding: .utf8),
+                             stderr: try String(contentsOf: scratch.url.appendingPathComponent("stderr"), encoding: .utf8),
+                             seconds: Date().timeIntervalSince(started))
+        }
     }
 }

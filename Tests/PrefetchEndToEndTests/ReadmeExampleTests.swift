@@ -38,4 +38,18 @@ import TestSupport
         #expect(result.status == 0, "\(result.stderr)")
         #expect("$ prefetch validate feeds/\n" + result.stdout == expected)
     }
+
+    /// The site cache's kiosk config (README, "A site cache (Squid)") is a valid config. (Its
+    /// squid.conf lines are what `SquidTests` run: `SquidProxy.siteSettings` reads them.)
+    @Test func theSiteCacheKioskConfigIsValid() throws {
+        let text = try String(contentsOf: Self.readme, encoding: .utf8)
+        let config = try Self.block(after: "### A site cache (Squid)", in: text)
+        #expect(config.contains("proxy: ") && config.contains("no_proxy: "), "\(config)")
+        let dir = try TemporaryFolder()
+        try dir.write("config.yaml", config)
+        try dir.write("feeds/t.yaml", "resources:\n  - url: http://files.site.example/a.bin\n")
+        let result = try BinaryRunner.run(["validate", "--feeds", "feeds", "--config", "config.yaml"], in: dir.url)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try SquidProxy.siteSettings().count == 5)
+    }
 }

@@ -62,7 +62,8 @@ public enum Commands {
                                              core up to 4, each keeping 4 connections and 1 per origin).
                   PREFETCH_BOOT_ID           This boot's id for partial trust (default: the kernel's); set another
                                              to rehearse a reboot.
-                  http_proxy, https_proxy, no_proxy  Proxies, as curl reads them.
+                  http_proxy, https_proxy, no_proxy  Proxies, as curl reads them; the config's proxy and no_proxy
+                                             replace them.
                 """
         }
         return text

@@ -31,6 +31,12 @@ public struct Config: Sendable {
     public var starvedAfter: Int = 3
     /// How long the folder of a feed whose manifest is gone is kept (SPEC §6).
     public var removedFeedGrace: TimeSpan = .hours(24 * 7)
+    /// The proxy for every request, in place of the environment's `http_proxy`,
+    /// `https_proxy` and `all_proxy`; nil: those apply, as curl reads them.
+    public var proxy: ProxyURL?
+    /// Hosts reached directly, in place of the environment's `no_proxy`, for the config's
+    /// proxy and the environment's alike; nil: the environment's `no_proxy` applies.
+    public var noProxy: NoProxyList?
 
     /// The path of the default configuration file.
     public static let defaultPath = "/etc/prefetch/config.yaml"
@@ -47,7 +53,7 @@ public enum ConfigLoader {
     /// The keys a configuration may have.
     public static let keys = ["feeds", "cache", "max_size", "ca_file", "metered_default", "machine_id",
                               "concurrency", "per_host", "connect_timeout", "stall_timeout", "max_redirects",
-                              "verify_every", "removed_feed_grace", "starved_after"]
+                              "verify_every", "removed_feed_grace", "starved_after", "proxy", "no_proxy"]
 
     /// Reads `path`. A missing file is an error only when `required` (an explicit `--config`).
     public static func load(path: String, required: Bool) -> (config: Config, diagnostics: [Diagnostic], source: SourceText?) {
@@ -111,6 +117,8 @@ public enum ConfigLoader {
         if let node = entries["removed_feed_grace"]?.value, let span = reader.positiveSpan(node, what: "removed_feed_grace") {
             config.removedFeedGrace = span
         }
+        if let node = entries["proxy"]?.value, let proxy = reader.value(node, what: "proxy", ProxyURL.parse) { config.proxy = proxy }
+        if let node = entries["no_proxy"]?.value, let list = reader.value(node, what: "no_proxy", NoProxyList.parse) { config.noProxy = list }
         return (config, reader.sortedDiagnostics)
     }
 }

@@ -13,6 +13,12 @@ struct CurlError: Error, CustomStringConvertible {
 struct CurlSharedOptions {
     var caFile: String?
     var userAgent: String
+    /// The config's `proxy` (CURLOPT_PROXY); nil leaves libcurl to read `http_proxy`,
+    /// `https_proxy` and `all_proxy` from the environment, as it does by itself.
+    var proxy: String? = nil
+    /// The config's `no_proxy` (CURLOPT_NOPROXY), which replaces the environment's
+    /// `no_proxy` for either kind of proxy; nil leaves the environment's.
+    var noProxy: String? = nil
 }
 
 /// The options of one request (set again on each: a handle serves many transfers).
@@ -86,7 +92,12 @@ final class CurlEasy {
             try set(CURLOPT_LOW_SPEED_LIMIT, 1024, "low speed limit")
             try set(CURLOPT_SSL_VERIFYPEER, 1, "verify peer")
             try set(CURLOPT_SSL_VERIFYHOST, 2, "verify host")
-            if let caFile = shared.caFile { try set(CURLOPT_CAINFO, caFile, "ca_file") }
+            if let caFile = shared.caFile {
+                try set(CURLOPT_CAINFO, caFile, "ca_file")
+                try set(CURLOPT_PROXY_CAINFO, caFile, "ca_file for the proxy")  // an https:// proxy is verified alike
+            }
+            if let proxy = shared.proxy { try set(CURLOPT_PROXY, proxy, "proxy") }
+            if let noProxy = shared.noProxy { try set(CURLOPT_NOPROXY, noProxy, "no_proxy") }
             try set(CURLOPT_USERAGENT, shared.userAgent, "user agent")
             try check(CShims_easy_setopt_write_callback(handle, CURLOPT_WRITEFUNCTION, body), "write callback")
             try check(CShims_easy_setopt_write_callback(handle, CURLOPT_HEADERFUNCTION, header), "header callback")

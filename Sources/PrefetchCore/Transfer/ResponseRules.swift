@@ -54,6 +54,9 @@ enum ResponseRules {
         case refuse(TransferFailure)
         /// Not a body to write (no 2xx): judged at the end.
         case noBody
+        /// The body is the cached copy itself, sent whole to a revalidation: nothing of it is
+        /// written, and the copy is kept as for a 304, with these validators.
+        case cachedCopy(Validators)
     }
 
     /// How the exchange ended.
@@ -109,6 +112,13 @@ enum ResponseRules {
             }
             if let refused = announced(range.total, request, head) { return .refuse(refused) }
             return .append(total: range.total, rangeEnd: range.end)
+        }
+        // A 200 to a revalidation naming the cached copy's own strong ETag is that copy: a
+        // strong validator changes whenever the bytes do (RFC 9110 §8.8.1). A shared cache
+        // sends one so: Squid 5, asked with If-None-Match alone about an entry it had to
+        // revalidate, gets the origin's 304 and hands its whole entry on as a 200.
+        if head.status == 200, let cached = request.revalidating, let tag = cached.etag, !tag.hasPrefix("W/"), head.etag == tag {
+            return .cachedCopy(Validators(etag: tag, lastModified: head.lastModified ?? cached.lastModified))
         }
         // FAULTS 5: any other 2xx is the whole file from zero, also to a ranged request.
         if let refused = announced(head.contentLength, request, head) { return .refuse(refused) }

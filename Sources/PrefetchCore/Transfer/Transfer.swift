@@ -187,7 +187,8 @@ final class Transfer {
                                          stallTimeout: Int((job.feed.limits.stallTimeout ?? config.stallTimeout).seconds),
                                          bufferSize: Self.bufferSize(job, limiter: limiter))
         do {
-            try easy.prepare(options, shared: CurlSharedOptions(caFile: config.caFile, userAgent: Self.userAgent),
+            try easy.prepare(options, shared: CurlSharedOptions(caFile: config.caFile, userAgent: Self.userAgent,
+                                                                 proxy: config.proxy?.text, noProxy: config.noProxy?.text),
                              receiver: Unmanaged.passUnretained(self).toOpaque(), body: Self.onBody, header: Self.onHeader)
         } catch {
             // libcurl refused an option: a fault of this handle, not of the resource. The

@@ -79,8 +79,8 @@ final class TransferEngine {
     /// The transfer threads asked for (`PREFETCH_TRANSFER_THREADS`; nil: decided here).
     private let requestedThreads: Int?
 
-    /// `environment` is for manifest headers' `${VAR}` only; `threads` and `bootID` come
-    /// parsed (`Settings`).
+    /// `environment` is for manifest headers' `${VAR}`, and tells whether libcurl will find
+    /// a proxy there (`mayUseProxy`); `threads` and `bootID` come parsed (`Settings`).
     init(cache: CacheFolder, state: StateStore, config: Config, environment: [String: String], threads: Int?, bootID: String,
          faults: FaultPoints = .none, metered: Bool, meteredUsedToday: [String: UInt64] = [:], clock: @escaping () -> Instant, onEvent: @escaping (RunEvent) -> Void) {
         _ = CurlGlobal.initialized
@@ -104,6 +104,15 @@ final class TransferEngine {
         let wanted = requested ?? (jobs >= threadsFrom ? min(cores, maxThreads) : 1)
         let limit = requested == nil ? concurrency / 4 : concurrency
         return max(1, min(wanted, limit, perHost, jobs))
+    }
+
+    /// Whether requests may go through a proxy: the config's `proxy`, or one of the
+    /// environment variables libcurl reads. libcurl keys its connections to an HTTP proxy by
+    /// the proxy, so its per-host cap (CURLMOPT_MAX_HOST_CONNECTIONS) would hold every origin
+    /// behind the proxy to `per_host` together; `ShardLimits` counts `per_host` per origin,
+    /// so then libcurl is left only the shard's total.
+    static func mayUseProxy(config: Config, environment: [String: String]) -> Bool {
+        config.proxy != nil || ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"].contains { !(environment[$0] ?? "").isEmpty }
     }
 
     /// Runs `jobs` in order. `pauseReason(feed)` is asked every few seconds (window closed,
@@ -130,9 +139,11 @@ final class TransferEngine {
         // One multi handle per shard; if libcurl cannot make them all (out of memory), fewer shards run.
         var multis: [CurlMulti] = []
         var multiError: CurlError?
+        let proxied = Self.mayUseProxy(config: config, environment: environment)
         for index in 0..<count {
             do {
-                multis.append(try CurlMulti(totalConnections: Self.share(config.concurrency, index, count), perHost: Self.share(config.perHost, index, count)))
+                let total = Self.share(config.concurrency, index, count)
+                multis.append(try CurlMulti(totalConnections: total, perHost: proxied ? total : Self.share(config.perHost, index, count)))
             } catch {
                 multiError = error
                 break

@@ -11,6 +11,7 @@ import Foundation
 ///
 ///     queued ─request→ connecting ─2xx body→ receiving ─end→ verifying ─digest→ syncing ─fsync, rename→ placed
 ///                      connecting ─other body→ discarding ─end→ (judged like receiving)
+///                      connecting ─200 of the cached copy's strong ETag→ resendingCachedCopy ─end→ fresh
 ///                      connecting/receiving ─end 3xx→ connecting (the next URL) ─end 304→ fresh
 ///     queued … receiving ─pause→ paused (resumable)          any active state ─failure→ failed
 ///
@@ -26,6 +27,9 @@ struct TransferStateMachine {
         case connecting
         case receiving
         case discarding
+        /// A 200 to a revalidation that carries the cached copy itself (its strong ETag):
+        /// its body is not read, and the copy is kept with these validators.
+        case resendingCachedCopy(Validators)
         case verifying
         case syncing
         case placed
@@ -60,7 +64,8 @@ struct TransferStateMachine {
 
     /// What to do with a body that begins.
     enum BodyAction: Sendable, Equatable {
-        /// Not written (no 2xx, or refused: the failure is kept for the end).
+        /// Not written (no 2xx; refused: the failure is kept for the end; or the cached copy,
+        /// resent whole to a revalidation).
         case discard
         /// Write it: after the bytes kept, or (`restart`) into an emptied partial from byte
         /// 0. `remaining`: the bytes still to come, when known.
@@ -171,7 +176,7 @@ struct TransferStateMachine {
         case .queued: .queued
         case .connecting: .connecting
         case .receiving: .receiving
-        case .discarding: .discarding
+        case .discarding, .resendingCachedCopy: .discarding
         case .verifying: .verifying
         case .syncing: .syncing
         case .placed: .placed
@@ -266,6 +271,9 @@ struct TransferStateMachine {
             return .discard
         case .refuse(let failure):
             state = .failed(failure)
+            return .discard
+        case .cachedCopy(let validators):
+            state = .resendingCachedCopy(validators)
             return .discard
         case .append(let total, _):
             expectedTotal = total
@@ -391,6 +399,10 @@ struct TransferStateMachine {
     mutating func ended(cleanly: Bool, tlsError: Bool, connectionFailure: String? = nil, describe: () -> String, redirectURL: () -> String?,
                         maxRedirects: Int, now: Date) -> EndAction {
         if let failure { return .fail(failure) }
+        if case .resendingCachedCopy(let validators) = state {
+            state = .fresh  // its body was not read: how the connection ended says nothing of the copy
+            return .keepCachedCopy(validators)
+        }
         precondition(state == .receiving || state == .discarding || (state == .connecting && !bodyBeginsAtEnd(cleanly: cleanly)))
         if head.status == 0 {
             return fail(TransferFailure(kind: tlsError ? .permanent : .transient, message: tlsError ? "TLS: \(describe())" : describe(),
@@ -493,7 +505,7 @@ struct TransferStateMachine {
     /// transfer pauses (resumably). A complete file being verified or synced does not.
     mutating func pause(_ reason: String) -> Bool {
         switch state {
-        case .queued, .connecting, .receiving, .discarding:
+        case .queued, .connecting, .receiving, .discarding, .resendingCachedCopy:
             state = .paused(reason)
             return true
         default:

@@ -20,11 +20,15 @@ struct OriginResource: Sendable {
     /// An HTTP-date, e.g. "Sun, 29 Nov 2026 10:00:00 GMT".
     var lastModified: String?
     var contentType: String = "application/octet-stream"
+    /// Sent with 200, 206 and 304 answers when set (`max-age=86400`, `no-cache`): what a
+    /// shared cache in front of the origin may keep, and for how long.
+    var cacheControl: String?
 
-    init(_ body: [UInt8], etag: String? = nil, lastModified: String? = nil) {
+    init(_ body: [UInt8], etag: String? = nil, lastModified: String? = nil, cacheControl: String? = nil) {
         self.body = body
         self.etag = etag
         self.lastModified = lastModified
+        self.cacheControl = cacheControl
     }
 
     init(text: String, etag: String? = nil, lastModified: String? = nil) {
@@ -548,6 +552,7 @@ private final class OriginConnection {
         var validators: [(String, String)] = []
         if let etag { validators.append(("ETag", etag)) }
         if let lastModified { validators.append(("Last-Modified", lastModified)) }
+        if let cacheControl = resource.cacheControl { validators.append(("Cache-Control", cacheControl)) }
 
         // Forced hang-ups: these faults end the connection after the (short, or lying) body.
         var hangUp = false
