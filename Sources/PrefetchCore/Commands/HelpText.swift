@@ -14,9 +14,7 @@ public enum HelpText {
         }
         out += "  " + pad("help", width) + "  Show help for prefetch or one of its commands.\n"
         out += "\nOPTIONS:\n"
-        out += "  --config FILE  Configuration file (default: \(Config.defaultPath)); every command takes it.\n"
-        out += "  --version      Show the version.\n"
-        out += "  -h, --help     Show help.\n"
+        out += table(Commands.programOptions.map { ($0.synopsis, $0.help) } + [("-h, --help", "Show help.")])
         out += "\nSee 'prefetch help <command>' for a command's options.\n"
         return out
     }
@@ -32,13 +30,30 @@ public enum HelpText {
             out += "  \(arguments.usage)\n        \(arguments.help)\n"
         }
         for option in spec.options {
-            rows.append((option.name + (option.value.map { " " + $0 } ?? ""), option.help))
+            rows.append((option.synopsis, option.help))
         }
         rows.append(("-h, --help", "Show help for this command."))
-        let width = rows.map(\.0.count).max() ?? 0
-        out += "\nOPTIONS:\n"
-        for (left, right) in rows { out += "  " + pad(left, width) + "  " + right + "\n" }
+        out += "\nOPTIONS:\n" + table(rows)
         if !spec.discussion.isEmpty { out += "\n" + spec.discussion + "\n" }
+        if !spec.environment.isEmpty {
+            out += "\nENVIRONMENT:\n" + table(spec.environment.map { ($0.name, $0.help) }, width: environmentWidth)
+        }
+        return out
+    }
+
+    /// The name column of ENVIRONMENT: the longest single variable (`PREFETCH_TRANSFER_THREADS`);
+    /// a longer entry (the proxy variables) runs over it.
+    static let environmentWidth = 25
+
+    /// Two columns, the left one padded to `width` (default: its widest entry); a right cell's
+    /// later lines are indented under its first.
+    private static func table(_ rows: [(String, String)], width: Int? = nil) -> String {
+        let width = width ?? rows.map(\.0.count).max() ?? 0
+        let indent = String(repeating: " ", count: 2 + width + 2)
+        var out = ""
+        for (left, right) in rows {
+            out += "  " + pad(left, width) + "  " + right.replacingOccurrences(of: "\n", with: "\n" + indent) + "\n"
+        }
         return out
     }
 
