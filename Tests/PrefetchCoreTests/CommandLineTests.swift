@@ -66,6 +66,22 @@ import TestSupport
         }
     }
 
+    /// The man page's roff: option dashes are minus signs (`\-`), a prose hyphen stays one,
+    /// backslashes are kept, and a line cannot begin a request.
+    @Test(arguments: [
+        ("--dry-run and re-hash", "\\-\\-dry\\-run and re-hash"),
+        ("e.g. +2h or -90s (kill -9)", "e.g. +2h or \\-90s (kill \\-9)"),
+        ("[--feeds DIR] [-h, --help]", "[\\-\\-feeds DIR] [\\-h, \\-\\-help]"),
+        ("a\\b", "a\\eb"),
+    ])
+    func manPageEscapesOptionDashes(_ source: String, _ roff: String) {
+        #expect(ManPage.escape(source) == roff)
+    }
+
+    @Test func manPageTextCannotStartARequest() {
+        #expect(ManPage.text("one\n.two\n'three\n\nfour") == "one\n\\&.two\n\\&'three\n.PP\nfour")
+    }
+
     @Test func diagnosticsQuoteTheLineWithACaret() {
         let source = SourceText(bytes: Array("name: x\n\twindow: \"1\"\r\nlast".utf8))
         let renderer = DiagnosticRenderer(sources: ["f.yaml": source])

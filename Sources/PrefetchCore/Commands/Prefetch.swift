@@ -21,6 +21,16 @@ public enum Prefetch {
                 console.out(HelpText.overview)
                 return ExitCode.success.rawValue
             }
+            // What the package installs, generated from the same table: prefetch(1) and
+            // the bash completion script.
+            if rest == ["--man"] {
+                console.out(ManPage.text)
+                return ExitCode.success.rawValue
+            }
+            if rest == ["--bash-completion"] {
+                console.out(BashCompletion.script)
+                return ExitCode.success.rawValue
+            }
             guard rest.count == 1, let spec = Commands.named(topic) else {
                 return fail(UsageError(rest.count == 1 ? "unknown command '\(topic)'" : "help takes one command", command: nil), console: console)
             }

@@ -1,5 +1,5 @@
 /// The exit statuses of SPEC §2.
-public enum ExitCode: Int32, Sendable, Error {
+public enum ExitCode: Int32, Sendable, Error, CaseIterable {
     /// Success, including "nothing due".
     case success = 0
     /// Some transfers failed, or the cache cannot be written.
@@ -8,4 +8,18 @@ public enum ExitCode: Int32, Sendable, Error {
     case usage = 2
     /// Another writer holds the cache lock.
     case locked = 75
+
+    /// What the status means, as the man page says it.
+    public var meaning: String {
+        switch self {
+        case .success:
+            "Success, including nothing due, and a run stopped by SIGTERM or SIGINT after pausing its transfers resumably."
+        case .failure:
+            "A transfer attempted in this run failed (state.db records when it is retried), a verified file mismatched, or the cache cannot be written."
+        case .usage:
+            "A usage, configuration or manifest error, including a missing feeds folder; nothing was touched."
+        case .locked:
+            "Another writer holds the cache lock (run, gc, verify; a daemon waits instead)."
+        }
+    }
 }
