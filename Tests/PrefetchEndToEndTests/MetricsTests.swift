@@ -68,6 +68,16 @@ import PrefetchCore
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["prefetch.prom"], "no temporary file left")
     }
 
+    /// A metrics file that cannot be written is a warning: the run itself went well.
+    @Test func aMetricsFileThatCannotBeWrittenIsAWarning() throws {
+        let s = try FaultHarness()
+        s.origin.serve("/a.bin", OriginResource(Self.a, etag: "\"a\""))
+        try s.feed("resources:\n  - url: ORIGIN/a.bin\n")
+        let run = try s.run(["run", "--metrics-file", "/nonexistent/folder/prefetch.prom"])
+        #expect(run.status == 0 && s.digest("t/a.bin") == FaultTests.sha(Self.a))
+        #expect(run.stderr.contains("prefetch: warning: cannot write the metrics (/nonexistent/folder/prefetch.prom): "), "\(run.stderr)")
+    }
+
     /// The daemon writes the file after its first pass too.
     @Test func theDaemonWritesItAfterAPass() throws {
         let s = try FaultHarness()
