@@ -22,8 +22,8 @@ enum DaemonCommand {
         let signals = StopSignal(signals: [SIGTERM, SIGINT], also: [SIGHUP, SIGUSR1])
         let notifier = SystemdNotifier(environment: context.environment, console: console)
         notifier.tell(.loaded(feeds: feeds.count))
-        /// Said by whatever is running — the transfer loop, the lock wait, the verification — as
-        /// it goes: the watchdog's pings come from work that moves, and a stop is told at once.
+        // Said by whatever is running — the transfer loop, the lock wait, the verification — as
+        // it goes: the watchdog's pings come from work that moves, and a stop is told at once.
         let alive = { notifier.tell(signals.received != nil ? .stopping : .alive) }
         let stopRequested = { alive(); return signals.received != nil }
         // Another writer (a `run`, a `gc`) is waited for, not refused.
