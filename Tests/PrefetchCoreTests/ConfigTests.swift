@@ -37,6 +37,16 @@ import Testing
         #expect(config.connectTimeout.seconds == 5 && config.stallTimeout.seconds == 90 && config.maxRedirects == 0)
     }
 
+    /// SPEC §6's keys: the metrics file (relative to the config's folder), starvation's threshold.
+    @Test func fleetKeys() {
+        let (config, diagnostics) = ConfigLoader.decode(Array("metrics_file: metrics/prefetch.prom\nstarved_after: 5\n".utf8),
+                                                        file: "/etc/prefetch/config.yaml")
+        #expect(diagnostics.isEmpty && config.metricsFile == "/etc/prefetch/metrics/prefetch.prom" && config.starvedAfter == 5)
+        let (_, bad) = ConfigLoader.decode(Array("metrics_file: /var/lib/x/\nstarved_after: 0\n".utf8), file: "c.yaml")
+        #expect(bad.map(\.headline) == ["c.yaml:1:15: error: metrics_file must name a file, found '/var/lib/x/'",
+                                        "c.yaml:2:16: error: starved_after must be from 1 to 100000, found 0"])
+    }
+
     @Test func errorsLikeFeeds() {
         let yaml = "feed: x\nper_host: 0\nca_file: /nonexistent/ca.pem\nstall_timeout: 0s\n"
         let (_, diagnostics) = ConfigLoader.decode(Array(yaml.utf8), file: "c.yaml")

@@ -191,6 +191,21 @@ import PrefetchCore
         #expect(FileManager.default.fileExists(atPath: outside.path))
     }
 
+    /// Its own symlink whose generations were removed by hand: the next run lays the feed
+    /// out again and fetches it, rather than refusing every placement for good.
+    @Test func aLiveGenerationRemovedByHandIsLaidOutAgain() throws {
+        let s = try FaultHarness()
+        Self.serve(s, ["a.bin", "b.bin", "c.bin"], version: 1)
+        try s.feed(Self.feed)
+        #expect(try s.runJSON().status == 0)
+        try FileManager.default.removeItem(at: s.cache.appendingPathComponent(".prefetch/generations/t"))
+        #expect(Self.link(s) != nil && !s.exists("t/a.bin"), "the link dangles")
+        let again = try s.runJSON(offset: "+10m")
+        #expect(again.status == 0, "\(again.diagnostics)")
+        for name in ["a.bin", "b.bin", "c.bin"] { #expect(s.digest("t/\(name)") == Self.digest(name, 1), "fetched again: \(name)") }
+        #expect(try ReaderIndexTests.index(s)["complete"] as? Bool == true)
+    }
+
     /// A symlink at `CACHE/t` that prefetch did not make is never followed, whatever its
     /// text: not to a folder outside, nor to a generation path that climbs out.
     @Test func aPlantedSymlinkIsNeverFollowed() throws {

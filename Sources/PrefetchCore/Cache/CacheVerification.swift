@@ -3,8 +3,10 @@ import Foundation
 extension CacheFolder {
     /// The SHA-256 of the final file `feed/path`, read through its folder's descriptor
     /// (no symlink followed) one `buffer` at a time: memory stays bounded whatever its size.
-    /// Nil when there is no regular file there; the read error, when one came.
-    func hashFinal(feed: String, path: String, buffer: UnsafeMutableRawBufferPointer) -> Result<String, Errno>? {
+    /// Nil when there is no regular file there; the read error, when one came. `between`
+    /// is called after each buffer (the daemon's watchdog: a 16 GiB file on an SD card takes minutes).
+    func hashFinal(feed: String, path: String, buffer: UnsafeMutableRawBufferPointer,
+                   between: () -> Void = {}) -> Result<String, Errno>? {
         var folders: [String: FileDescriptor] = [:]
         guard finalSize(feed: feed, path: path, folders: &folders) != nil, let folder = folders.values.first else { return nil }
         let leaf = path.lastSlash.map { path.suffix(afterSlash: $0) } ?? path
@@ -18,7 +20,9 @@ extension CacheFolder {
             switch file.read(into: buffer) {
             case .failure(let error): return .failure(error)
             case .success(0): return .success(SHA256.hex(hasher.finish()))
-            case .success(let count): hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            case .success(let count):
+                hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                between()
             }
         }
     }

@@ -48,8 +48,21 @@ enum FeedLayout {
     /// A symlink to one of prefetch's own generations: the live one; the one being staged
     /// (live + 1), when a release is under way; and the others (the previous one, leftovers).
     case generations(live: Int, staging: Int?, others: [Int])
+    /// prefetch's own symlink whose generation is gone (removed by hand): only the link
+    /// itself is replaced, by laying the feed out again.
+    case dangling
     /// Something prefetch did not make (a symlink elsewhere, a file): never followed nor touched.
     case foreign(SafePathError)
+}
+
+extension FeedLayout {
+    /// Laid out as generations (whole, or with its live one gone).
+    var isGenerations: Bool {
+        switch self {
+        case .generations, .dangling: return true
+        case .missing, .plain, .foreign: return false
+        }
+    }
 }
 
 /// Which generation of a `consistency: release` feed a command works on; for a plain
@@ -69,10 +82,12 @@ extension CacheFolder {
         case S_IFDIR:
             return .plain
         case S_IFLNK:
-            guard let text = FolderTree.readLink(feed, in: root), let live = CacheLayout.generation(fromLink: text, feed: feed),
-                  let folder = generationsFolder(feed, create: false) else { return .foreign(.symlink(feed)) }
+            guard let text = FolderTree.readLink(feed, in: root), let live = CacheLayout.generation(fromLink: text, feed: feed) else {
+                return .foreign(.symlink(feed))
+            }
+            guard let folder = generationsFolder(feed, create: false) else { return .dangling }
             let numbers = FileSystem.entries(in: folder).filter { $0.kind == .directory }.compactMap { CacheLayout.generationNumber($0.name) }
-            guard numbers.contains(live) else { return .foreign(.symlink(feed)) }
+            guard numbers.contains(live) else { return .dangling }
             let staging = numbers.contains(live + 1) ? live + 1 : nil
             return .generations(live: live, staging: staging, others: numbers.filter { $0 != live && $0 != live + 1 }.sorted())
         default:
@@ -84,7 +99,7 @@ extension CacheFolder {
     /// feed's own checked one; creates nothing.
     func feedFolder(_ feed: String, _ view: FeedView = .writer) -> Result<FileDescriptor, SafePathError> {
         switch layout(of: feed) {
-        case .missing: return .failure(.system(feed, Errno(ENOENT)))
+        case .missing, .dangling: return .failure(.system(feed, Errno(ENOENT)))
         case .plain: return SafePath.openFolders([Substring(feed)], below: root, create: false)
         case .generations(let live, let staging, _): return generation(feed, view == .writer ? staging ?? live : live)
         case .foreign(let error): return .failure(error)
@@ -104,6 +119,8 @@ extension CacheFolder {
             return generation(feed, staging)
         case .generations(let live, nil, _):
             return stage(feed, after: live)
+        case .dangling:
+            return .failure(.system(feed, Errno(ENOENT)))  // the next pass lays it out again
         case .foreign(let error):
             return .failure(error)
         }
@@ -195,7 +212,11 @@ extension CacheFolder {
         let where_ = "\(path)/\(feed)"
         guard let meta else { return .failure(.cannotWrite("\(path)/\(CacheLayout.meta)", "missing")) }
         let switchName = CacheLayout.switchName(feed: feed)
-        let layout = self.layout(of: feed)
+        var layout = self.layout(of: feed)
+        if case .dangling = layout {  // its own link, to nothing: replaced as if there were none
+            if case .failure(let error) = FileSystem.remove(feed, in: root) { return .failure(.cannotWrite(where_, error.description)) }
+            layout = .missing
+        }
         switch (layout, consistency) {
         case (.missing, .release), (.plain, .release):
             let plain: Bool

@@ -39,9 +39,8 @@ extension CacheFolder {
         let layout = self.layout(of: feed)
         switch layout {
         case .missing, .foreign: return .success(0)  // gone already, or not a folder prefetch would follow
-        case .plain, .generations: break
+        case .plain, .generations, .dangling: break
         }
-        guard case .success(let folder) = feedFolder(feed) else { return .success(0) }
         var removed = 0
         func count(_ folder: FileDescriptor, top: Bool) {
             for entry in FileSystem.entries(in: folder) {
@@ -54,9 +53,9 @@ extension CacheFolder {
                 }
             }
         }
-        count(folder, top: true)
+        if case .success(let folder) = feedFolder(feed) { count(folder, top: true) }  // a dangling link holds no files
         if case .failure(let error) = FolderTree.removeTree(feed, in: root) { return .failure(error) }
-        if case .generations = layout, let generations = try? SafePath.openFolders(
+        if layout.isGenerations, let generations = try? SafePath.openFolders(
             [Substring(CacheLayout.meta), Substring(CacheLayout.generations)], below: root, create: false).get(),
            case .failure(let error) = FolderTree.removeTree(feed, in: generations) {
             return .failure(error)

@@ -10,8 +10,9 @@ struct CacheSession {
     enum WhenLocked {
         /// Exit 75, saying `hint` (what to do instead).
         case refuse(hint: String)
-        /// Wait for it (the daemon), saying so once; `giveUp` is asked every half second.
-        case wait(giveUp: () -> Bool)
+        /// Wait for it (the daemon), saying so once (and telling `waiting`, once); `giveUp` is
+        /// asked every half second.
+        case wait(waiting: () -> Void = {}, giveUp: () -> Bool)
     }
 
     /// Opens the cache at `config.cache` for `feeds`; prints what went wrong and returns the
@@ -33,9 +34,10 @@ struct CacheSession {
                 case .refuse(let hint):
                     console.err("prefetch: another prefetch holds the cache lock (\(CacheLayout.lockPath(inCache: config.cache))); \(hint)\n")
                     return .failure(.locked)
-                case .wait(let giveUp):
+                case .wait(let waiting, let giveUp):
                     if !announced {
                         console.err("prefetch daemon: waiting for the cache lock held by another prefetch\n")
+                        waiting()
                         announced = true
                     }
                     if giveUp() { return .success(nil) }

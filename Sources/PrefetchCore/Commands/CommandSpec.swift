@@ -65,6 +65,8 @@ public enum Commands {
                                    "Override probes: network=metered|unmetered, power=ac|battery, battery=N, free=SIZE\n"
                                    + "(power=ac,battery=N: on the charger, with a level).")
     static let json = OptionSpec("--json", "Print one JSON object per line.")
+    static let metricsFile = OptionSpec("--metrics-file", value: "PATH",
+                                        "Write Prometheus metrics to PATH after every pass (default: the config's metrics_file).")
 
     /// The options of the program itself, in the overview (each command's own list has `--config`).
     public static let programOptions = [
@@ -105,13 +107,13 @@ public enum Commands {
                     environment: environment(transfers: false), available: true),
         CommandSpec(name: "run", abstract: "Transfer what is due now, verify it and place it in the cache.", arguments: nil,
                     options: [feeds, cache, OptionSpec("--feed", value: "NAME", "Only this feed."), assume, json,
-                              OptionSpec("--quiet", "Print only errors, and the summary of a failed run."), config],
+                              OptionSpec("--quiet", "Print only errors, and the summary of a failed run."), metricsFile, config],
                     discussion: "One pass, as a cron line or a systemd timer calls it. Exit 0 on success, 1 when a transfer failed, 75 when another writer holds the cache.\n"
                         + "Partials: within the boot that wrote them, the bytes on disk are trusted whole (a kill -9 loses nothing\n"
                         + "the kernel accepted); after a reboot only the offset recorded after an fsync.",
                     environment: environment(transfers: true), available: true),
         CommandSpec(name: "daemon", abstract: "Run forever, waking for each release, window and retry.", arguments: nil,
-                    options: [feeds, cache, config],
+                    options: [feeds, cache, metricsFile, config],
                     discussion: "Holds the cache lock for its lifetime. SIGTERM/SIGINT stop resumably (exit 0), SIGHUP reloads feeds, SIGUSR1 plans and runs now.",
                     environment: environment(transfers: true), available: true),
         CommandSpec(name: "status", abstract: "Show what is cached, partial transfers and the next wake-up.", arguments: nil,

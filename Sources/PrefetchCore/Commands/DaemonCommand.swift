@@ -4,7 +4,8 @@ import Foundation
 /// every wake-up — the next release, window opening, backoff end or embargo, and at least
 /// once a minute to re-check conditions. SIGTERM/SIGINT: pause transfers resumably, exit 0.
 /// SIGHUP: reload the feeds (a broken reload keeps the previous ones). SIGUSR1: run now.
-/// What to do when is `DaemonStateMachine`'s; this file does it.
+/// What to do when is `DaemonStateMachine`'s; this file does it. Under systemd
+/// (`NOTIFY_SOCKET`) it tells what it does through `SystemdNotifier` (SPEC §6).
 enum DaemonCommand {
     /// A sleep looks at the wall clock at least this often, so a clock set forward is noticed.
     static let clockLook: Double = 15
@@ -19,14 +20,22 @@ enum DaemonCommand {
         let console = context.console
         guard var feeds = context.loadFeeds(config) else { return .usage }
         let signals = StopSignal(signals: [SIGTERM, SIGINT], also: [SIGHUP, SIGUSR1])
+        let notifier = SystemdNotifier(environment: context.environment, console: console)
+        notifier.tell(.loaded(feeds: feeds.count))
+        // Said by whatever is running — the transfer loop, the lock wait, the verification — as
+        // it goes: the watchdog's pings come from work that moves, and a stop is told at once.
+        let alive = { notifier.tell(signals.received != nil ? .stopping : .alive) }
+        let stopRequested = { alive(); return signals.received != nil }
         // Another writer (a `run`, a `gc`) is waited for, not refused.
         let session: CacheSession
-        switch CacheSession.open(config, feeds: feeds, console: console, whenLocked: .wait(giveUp: { signals.received != nil })) {
+        switch CacheSession.open(config, feeds: feeds, console: console,
+                                 whenLocked: .wait(waiting: { notifier.tell(.waitingForLock) }, giveUp: stopRequested)) {
         case .success(let opened?): session = opened
         case .success(nil): return .success
         case .failure(let code): return code
         }
-        let reporter = RunReporter(mode: console.colorOut ? .terminal : .plain, quiet: false, console: console, silentWhenIdle: true)
+        let reporter = RunReporter(mode: console.colorOut ? .terminal : .plain, quiet: false, console: console, silentWhenIdle: true,
+                                   observe: { notifier.tell(.transfer($0)) })
         console.out("prefetch daemon: \(feeds.count) feed\(feeds.count == 1 ? "" : "s") from \(config.feeds), cache \(config.cache)\n")
 
         var machine = DaemonStateMachine()
@@ -46,10 +55,13 @@ enum DaemonCommand {
             case .runPass:
                 let pass = RunPass(feeds: feeds, allFeeds: feeds, settings: settings, cache: session.cache, state: session.state,
                                    console: console, wantsNextWakeup: true)
-                let outcome = pass.execute(reporter: reporter, stopRequested: { signals.received != nil })
+                notifier.tell(.passStarted)
+                let outcome = pass.execute(reporter: reporter, stopRequested: stopRequested)
                 _ = deliverSignals()  // remembered by the machine until the pass's end, just told
                 action = machine.handle(.passEnded(nextWakeup: outcome.nextWakeup, at: settings.now()))
+                if case .sleep = action { notifier.tell(.passEnded(nextWakeup: outcome.nextWakeup)) }
             case .reloadFeeds:
+                notifier.tell(.reloading)
                 let loaded = FeedLoader.load([config.feeds], config: config)
                 console.report(loaded.diagnostics, sources: loaded.sources)
                 if loaded.hasErrors {
@@ -64,22 +76,26 @@ enum DaemonCommand {
                 // Idle time: the cache is re-hashed every verify_every (SPEC §6), never instead of due work.
                 if until.nanoseconds(since: settings.now()) >= 30_000_000_000, signals.received == nil,
                    verificationIsDue(session.state, every: config.verifyEvery, now: settings.now()) {
+                    notifier.tell(.verifying)
                     let outcome = Verification.run(feeds, cache: session.cache, state: session.state, now: settings.now(), settings: settings,
-                                                   console: console, json: false, stopRequested: { signals.received != nil })
+                                                   console: console, json: false, stopRequested: stopRequested, alive: alive)
                     if !outcome.stopped {
                         do { try session.state.recordVerification(at: settings.now()) } catch {
                             console.err("prefetch: error: cannot record state: \(error)\n")
                         }
                     }
                     if let signalled = deliverSignals() { action = signalled; continue }
+                    notifier.tell(.idleAgain)
                 }
+                // The watchdog, when there is one, is pinged from here while idle: the sleep
+                // ends when a ping is due (and only then; without one, nothing wakes it).
                 let left = Double(until.nanoseconds(since: settings.now())) / 1e9
-                if signals.wait(seconds: min(left, clockLook)), let signalled = deliverSignals() {
-                    action = signalled
-                } else {
-                    action = machine.handle(.timerFired(at: settings.now()))
-                }
+                let wait = min(left, clockLook, notifier.untilPing ?? .infinity)
+                let signalled = signals.wait(seconds: wait) ? deliverSignals() : nil
+                alive()
+                action = signalled ?? machine.handle(.timerFired(at: settings.now()))
             case .stop(let signal):
+                notifier.tell(.stopping)
                 console.out("prefetch daemon: stopped (\(signal == .interrupt ? "SIGINT" : "SIGTERM")); partial data kept for resume\n")
                 return .success
             case .none:

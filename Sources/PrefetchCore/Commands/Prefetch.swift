@@ -56,7 +56,9 @@ public enum Prefetch {
             console.out(HelpText.page(for: spec))
             return ExitCode.success.rawValue
         }
-        let context = CommandContext(arguments: parsed, environment: environment, console: console)
+        // JSON lines are read by programs: no journal priority prefix before them (SPEC §6).
+        let context = CommandContext(arguments: parsed, environment: environment,
+                                     console: parsed.flags.contains("--json") ? console.forJSON() : console)
         let code: ExitCode
         switch spec.name {
         case "validate":

@@ -29,6 +29,6 @@ extension Settings {
         return .success(Settings(config: config, clockOffset: offset, at: at, transferThreads: threads,
                                  machineID: MachineID.find(environment: environment, config: config),
                                  bootID: BootID.current(environment: environment), assumptions: assumptions, faults: faults,
-                                 environment: environment))
+                                 environment: environment, metricsFile: transfers ? context.arguments["--metrics-file"] ?? config.metricsFile : nil))
     }
 }

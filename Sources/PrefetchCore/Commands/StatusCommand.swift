@@ -38,14 +38,10 @@ enum StatusCommand {
             }
             let feedState = snapshot.feeds[feed.name]
             let lastSuccess = feedState?.lastSuccess ?? feed.resources.compactMap { snapshot.resources[ResourceKey(feed: feed.name, path: $0.path)]?.lastSuccess }.max()
-            let wakeups = feedPlan.items.compactMap(\.next) + feedPlan.nextReleases
-            let due = feedPlan.items.contains { $0.status == .due }
-            let nextWakeup: Instant? = due ? now : wakeups.filter { $0 > now }.min()
+            let nextWakeup = feedPlan.nextWakeup(at: now)
             let clock = feedPlan.clock
             // Starvation (SPEC §6): windows missed in a row while a release was pending.
-            let activity = feed.resources.compactMap { snapshot.resources[ResourceKey(feed: feed.name, path: $0.path)]?.validatedAt }.max()
-            let starvation = Starvation.count(FeedTiming(feed, machineID: settings.machineID?.usableValue), state: feedState,
-                                              lastActivity: activity, now: now)
+            let starvation = Starvation.count(feed, snapshot: snapshot, machineID: settings.machineID?.usableValue, now: now)
             let missedReason = Starvation.reason(starvation, seen: feedState?.missedReason, at: feedState?.missedReasonAt)
             let starved = starvation.missed >= config.starvedAfter
             // `consistency: release` (SPEC §6): the generation readers see, and one being staged.

@@ -27,6 +27,8 @@ public struct Config: Sendable {
     public var maxRedirects: Int = 10
     /// How often the daemon re-hashes the cache in its idle time (SPEC §6, `verify`).
     public var verifyEvery: TimeSpan = .hours(24 * 7)
+    /// Where `run` and `daemon` write Prometheus metrics after every pass (SPEC §6); nil: nowhere.
+    public var metricsFile: String?
     /// Missed windows in a row at which `status` calls a feed starved (SPEC §6).
     public var starvedAfter: Int = 3
     /// How long the folder of a feed whose manifest is gone is kept (SPEC §6).
@@ -53,7 +55,7 @@ public enum ConfigLoader {
     /// The keys a configuration may have.
     public static let keys = ["feeds", "cache", "max_size", "ca_file", "metered_default", "machine_id",
                               "concurrency", "per_host", "connect_timeout", "stall_timeout", "max_redirects",
-                              "verify_every", "removed_feed_grace", "starved_after", "proxy", "no_proxy"]
+                              "verify_every", "removed_feed_grace", "starved_after", "proxy", "no_proxy", "metrics_file"]
 
     /// Reads `path`. A missing file is an error only when `required` (an explicit `--config`).
     public static func load(path: String, required: Bool) -> (config: Config, diagnostics: [Diagnostic], source: SourceText?) {
@@ -113,6 +115,13 @@ public enum ConfigLoader {
         if let node = entries["stall_timeout"]?.value, let span = reader.positiveSpan(node, what: "stall_timeout") { config.stallTimeout = span }
         if let node = entries["max_redirects"]?.value, let n = reader.integer(node, what: "max_redirects", range: 0...100) { config.maxRedirects = n }
         if let node = entries["verify_every"]?.value, let span = reader.positiveSpan(node, what: "verify_every") { config.verifyEvery = span }
+        if let node = entries["metrics_file"]?.value, let text = reader.string(node, what: "metrics_file") {
+            if text.isEmpty || text.hasSuffix("/") {
+                reader.error("metrics_file must name a file, found '\(text)'", at: node.location)
+            } else {
+                config.metricsFile = absolute(text)
+            }
+        }
         if let node = entries["starved_after"]?.value, let n = reader.integer(node, what: "starved_after", range: 1...100_000) { config.starvedAfter = n }
         if let node = entries["removed_feed_grace"]?.value, let span = reader.positiveSpan(node, what: "removed_feed_grace") {
             config.removedFeedGrace = span

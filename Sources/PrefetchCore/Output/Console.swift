@@ -8,6 +8,9 @@ public struct Console: Sendable {
     public var colorErrors: Bool
     /// The same for stdout.
     public var colorOut: Bool
+    /// stdout without priority prefixes, when `out` adds them (stdout is the journal's
+    /// stream): what `--json` writes through (`forJSON`).
+    private var unprefixedOut: (@Sendable (String) -> Void)?
 
     public init(out: @escaping @Sendable (String) -> Void, err: @escaping @Sendable (String) -> Void,
                 colorErrors: Bool = false, colorOut: Bool = false) {
@@ -17,11 +20,30 @@ public struct Console: Sendable {
         self.colorOut = colorOut
     }
 
-    /// The process's own stdout and stderr.
+    /// The process's own stdout and stderr. A stream that is the one `JOURNAL_STREAM` names
+    /// gets a priority prefix on each line (`JournalPriority`, SPEC §6).
     public static func standard(environment: [String: String]) -> Console {
         let allowed = environment["NO_COLOR"] == nil && environment["TERM"] != "dumb"
-        return Console(out: { FileSystem.writeAll(1, $0) }, err: { FileSystem.writeAll(2, $0) },
-                       colorErrors: allowed && isatty(2) == 1, colorOut: allowed && isatty(1) == 1)
+        let write: @Sendable (String) -> Void = { FileSystem.writeAll(1, $0) }
+        var console = Console(out: write, err: { FileSystem.writeAll(2, $0) },
+                              colorErrors: allowed && isatty(2) == 1, colorOut: allowed && isatty(1) == 1)
+        if JournalStream.connects(1, environment: environment) {
+            let lines = JournalLines(stream: .out)
+            console.out = { FileSystem.writeAll(1, lines.prefixed($0)) }
+            console.unprefixedOut = write
+        }
+        if JournalStream.connects(2, environment: environment) {
+            let lines = JournalLines(stream: .err)
+            console.err = { FileSystem.writeAll(2, lines.prefixed($0)) }
+        }
+        return console
+    }
+
+    /// This console for a command given `--json`: its stdout lines are JSON, never prefixed.
+    func forJSON() -> Console {
+        var console = self
+        if let unprefixedOut { console.out = unprefixedOut }
+        return console
     }
 
     /// Prints diagnostics as a compiler would, quoting source lines when known.

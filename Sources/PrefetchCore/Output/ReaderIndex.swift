@@ -23,8 +23,7 @@ enum ReaderIndex {
             return text
         }
         let items = Dictionary(plan.items.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
-        // A plan made before the pass recorded its release (the first one) knows none yet.
-        let release = plan.currentRelease ?? state.feeds[feed.name]?.lastRelease
+        let release = releaseInForce(feed, plan: plan, state: state)
         var files = Writer(capacity: 64 + feed.resources.count * 360)
         var missing = Writer(capacity: 64)
         var complete = true
@@ -32,8 +31,7 @@ enum ReaderIndex {
             let key = ResourceKey(feed: feed.name, path: resource.path)
             let record = state.resources[key]
             let item = items[resource.path]
-            // What the release made due: all but what is embargoed or expired.
-            let counts = !(item?.status == .expired || (item?.status == .deferred && item?.reason == "embargo"))
+            let counts = countsTowardCompletion(item)
             guard cached.contains(key) else {
                 missing.open()
                 missing.field("path", string: resource.path)
@@ -44,7 +42,7 @@ enum ReaderIndex {
                 continue
             }
             let validated = record?.validatedAt
-            let current = validated.map { at in release.map { at >= $0 } ?? true } ?? false
+            let current = isCurrent(validated: validated, release: release)
             if counts && !current { complete = false }
             files.open()
             files.field("path", string: resource.path)
@@ -66,6 +64,34 @@ enum ReaderIndex {
         index.list("missing", missing.bytes)
         index.bytes.append(contentsOf: Array("}\n".utf8))
         return index.bytes
+    }
+
+    /// The release in force: a plan made before the pass recorded its release (the first
+    /// one) knows none yet.
+    static func releaseInForce(_ feed: Feed, plan: FeedPlan, state: StateSnapshot) -> Instant? {
+        plan.currentRelease ?? state.feeds[feed.name]?.lastRelease
+    }
+
+    /// Whether a row counts toward `complete`: what the release made due, all but what is
+    /// embargoed or expired.
+    static func countsTowardCompletion(_ item: PlanItem?) -> Bool {
+        !(item?.status == .expired || (item?.status == .deferred && item?.reason == "embargo"))
+    }
+
+    /// Whether a copy validated at `validated` is current: validated since the release began.
+    static func isCurrent(validated: Instant?, release: Instant?) -> Bool {
+        validated.map { at in release.map { at >= $0 } ?? true } ?? false
+    }
+
+    /// The index's `complete` without the rest of it (the metrics' `prefetch_release_complete`).
+    static func isComplete(_ feed: Feed, plan: FeedPlan, state: StateSnapshot, cached: Set<ResourceKey>) -> Bool {
+        let items = Dictionary(plan.items.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
+        let release = releaseInForce(feed, plan: plan, state: state)
+        return feed.resources.allSatisfy { resource in
+            let key = ResourceKey(feed: feed.name, path: resource.path)
+            guard countsTowardCompletion(items[resource.path]) else { return true }
+            return cached.contains(key) && isCurrent(validated: state.resources[key]?.validatedAt, release: release)
+        }
     }
 
     /// `index` with `withdrawn` moved from `files` to `missing` (with their state and reason)

@@ -19,9 +19,12 @@ final class RunReporter {
     private let progressInterval: TimeInterval
     private let now: () -> Date
     private var lastPlainProgress: Date
+    /// Told every event too (the daemon's systemd status), before it is rendered.
+    private let observe: ((RunEvent) -> Void)?
 
     init(mode: Mode, quiet: Bool, console: Console, silentWhenIdle: Bool = false,
-         progressInterval: TimeInterval = 60, now: @escaping () -> Date = Date.init) {
+         progressInterval: TimeInterval = 60, now: @escaping () -> Date = Date.init, observe: ((RunEvent) -> Void)? = nil) {
+        self.observe = observe
         self.mode = mode
         self.quiet = quiet
         self.console = console
@@ -34,6 +37,7 @@ final class RunReporter {
     private func name(_ key: ResourceKey) -> String { key.feed + "/" + key.path }
 
     func handle(_ event: RunEvent) {
+        observe?(event)
         if case .stateError = event {  // said once a run, whichever part could not write
             guard !saidStateError else { return }
             saidStateError = true

@@ -98,3 +98,12 @@ public struct PlanInput: Sendable {
         self.machineID = machineID
     }
 }
+
+extension FeedPlan {
+    /// When the feed next has something to do: now when work is due, else the earliest
+    /// retry, window, embargo's end or release after now (`status`, the metrics).
+    public func nextWakeup(at now: Instant) -> Instant? {
+        if items.contains(where: { $0.status == .due }) { return now }
+        return (items.compactMap(\.next) + nextReleases).filter { $0 > now }.min()
+    }
+}

@@ -32,6 +32,13 @@ public enum Starvation {
         return Count(missed: missed.count, lastOpen: Instant(seconds: last.open), lastClose: Instant(seconds: last.close))
     }
 
+    /// The feed's missed windows from a snapshot of state.db: its last activity is the
+    /// latest validation of its resources.
+    public static func count(_ feed: Feed, snapshot: StateSnapshot, machineID: String?, now: Instant) -> Count {
+        let activity = feed.resources.compactMap { snapshot.resources[ResourceKey(feed: feed.name, path: $0.path)]?.validatedAt }.max()
+        return count(FeedTiming(feed, machineID: machineID), state: snapshot.feeds[feed.name], lastActivity: activity, now: now)
+    }
+
     /// When a release was first pending after the feed last finished one: the first release
     /// after the last finish (`last_success` keeps when that was, also once a later release
     /// was recorded as begun, so releases a machine that was off never recorded count too);

@@ -173,6 +173,14 @@ struct RunPass {
             }
         }
         if summary.placed + summary.fresh + summary.failed > 0 { recordState { try state.pruneHistory() } }
+        // The counters the metrics' `_total`s read: kept whether or not a metrics file is written.
+        for (feed, tally) in summary.byFeed.sorted(by: { $0.key < $1.key }) {
+            recordState { try state.addCounts(feed: feed, MetricsWriter.counts(tally)) }
+        }
+        if let metricsFile = settings.metricsFile {
+            MetricsWriter.write(to: metricsFile, feeds: allFeeds, cache: cache, state: state, settings: settings, now: clock(),
+                                passSeconds: Date().timeIntervalSince(started), console: console)
+        }
         if summary.diskFull { console.err("prefetch: error: disk full: transfers paused; partial data kept for resume\n") }
         let exit: ExitCode = summary.failed > 0 || summary.diskFull || !switched ? .failure : .success
         let notDue = plan.feeds.reduce(0) { $0 + $1.items.filter { $0.status != .due && $0.status != .fresh }.count }

@@ -23,6 +23,8 @@ struct Settings: Sendable {
     let faults: FaultPoints
     /// The environment, for manifest headers' `${VAR}` only.
     let environment: [String: String]
+    /// `--metrics-file`, else the config's `metrics_file` (SPEC §6).
+    var metricsFile: String? = nil
 
     /// The time this command reads: `--at`, else the system clock shifted by the offset.
     func now() -> Instant { at ?? Clock.realNow() + clockOffset }

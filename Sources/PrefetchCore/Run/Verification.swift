@@ -14,9 +14,10 @@ enum Verification {
         var stopped = false
     }
 
-    /// `stopRequested` is asked between files (the daemon's signals).
+    /// `stopRequested` is asked between files (the daemon's signals); `alive` is told after
+    /// every MiB read (the daemon's watchdog).
     static func run(_ feeds: [Feed], cache: CacheFolder, state: StateStore, now: Instant, settings: Settings, console: Console,
-                    json: Bool, stopRequested: () -> Bool = { false }) -> Outcome {
+                    json: Bool, stopRequested: () -> Bool = { false }, alive: () -> Void = {}) -> Outcome {
         var outcome = Outcome()
         let snapshot: StateSnapshot
         do { snapshot = try state.snapshot() } catch {
@@ -53,7 +54,7 @@ enum Verification {
                     say("unverified", key, "unverified  \(name)  (no recorded SHA-256)")
                     continue
                 }
-                switch cache.hashFinal(feed: feed.name, path: resource.path, buffer: buffer) {
+                switch cache.hashFinal(feed: feed.name, path: resource.path, buffer: buffer, between: alive) {
                 case nil: continue  // gone since the listing
                 case .failure(let error)?:
                     outcome.errors += 1

@@ -479,6 +479,37 @@ public final class StateStore {
             INSERT INTO origin_holds (origin, until, reason, since, failures) VALUES (?, ?, ?, ?, ?)
             ON CONFLICT (origin) DO UPDATE SET until = excluded.until, reason = excluded.reason, failures = excluded.failures
             """, [.text(hold.origin), .instant(hold.until), .text(hold.reason), .instant(hold.since), .int(Int64(hold.failures))])
+        // Remembered once cleared too: its metric goes to 0 rather than vanishing (SPEC §6).
+        try db.run("INSERT OR IGNORE INTO counters (feed, name, value) VALUES ('', ?, 0)", [.text("held:" + hold.origin)])
+    }
+
+    /// Every origin ever held (the metrics say 0 for one no longer held).
+    public func originsEverHeld() throws(SQLiteError) -> [String] {
+        let rows = try db.prepare("SELECT name FROM counters WHERE feed = '' AND name LIKE 'held:%' ORDER BY name")
+        var origins: [String] = []
+        while try rows.step() { if let name = rows.text(0) { origins.append(String(name.dropFirst(5))) } }
+        return origins
+    }
+
+    /// Adds a pass's transfers to the feed's counters, which never go back (the metrics'
+    /// `_total`s, SPEC §6): `transfers_<result>` and `body_bytes`.
+    public func addCounts(feed: String, _ counts: [String: UInt64]) throws(SQLiteError) {
+        for (name, value) in counts.sorted(by: { $0.key < $1.key }) where value > 0 {
+            try db.run("""
+                INSERT INTO counters (feed, name, value) VALUES (?, ?, ?)
+                ON CONFLICT (feed, name) DO UPDATE SET value = counters.value + excluded.value
+                """, [.text(feed), .text(name), .int(Int64(clamping: value))])
+        }
+    }
+
+    /// Every feed's counters by name (`transfers_placed`, `body_bytes`, …; not `first_seen`).
+    public func counts() throws(SQLiteError) -> [String: [String: UInt64]] {
+        let rows = try db.prepare("SELECT feed, name, value FROM counters WHERE feed <> '' AND name <> 'first_seen'")
+        var counts: [String: [String: UInt64]] = [:]
+        while try rows.step() {
+            counts[rows.text(0) ?? "", default: [:]][rows.text(1) ?? ""] = UInt64(max(0, rows.int(2) ?? 0))
+        }
+        return counts
     }
 
     /// An answer came from the origin: its hold ends.

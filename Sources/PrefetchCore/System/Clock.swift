@@ -8,6 +8,14 @@ public enum Clock {
         Instant.now()
     }
 
+    /// Nanoseconds of `CLOCK_MONOTONIC`: for intervals (the watchdog's), which a wall clock
+    /// set at boot (a kiosk starting in 1970) or by NTP must not stretch or shrink.
+    public static func monotonicNanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+
     /// `PREFETCH_CLOCK_OFFSET` (zero when unset).
     public static func offset(environment: [String: String]) throws(ValueError) -> TimeSpan {
         guard let text = environment["PREFETCH_CLOCK_OFFSET"], !text.isEmpty else { return .zero }

@@ -194,3 +194,19 @@ public enum FileSystem {
 public enum FileKind: Sendable {
     case regular, directory, other
 }
+
+extension FileSystem {
+    /// Replaces the file at `path` with `bytes` for readers at once: written to `temporary`
+    /// in the same folder (mode 0644, less the umask), then renamed over it. Not fsynced —
+    /// for files a next pass rewrites anyway (the metrics).
+    public static func replaceFile(_ path: String, with bytes: [UInt8], temporary: String) -> Result<Void, Errno> {
+        let fd = retryingEINTR { open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644) }
+        guard case .success(let raw) = fd else { return fd.map { _ in () } }
+        let file = FileDescriptor(raw: raw)
+        if case .failure(let error) = bytes.withUnsafeBytes({ file.write($0) }) {
+            unlink(temporary)
+            return .failure(error)
+        }
+        return Glibc.rename(temporary, path) == 0 ? .success(()) : .failure(.current)
+    }
+}

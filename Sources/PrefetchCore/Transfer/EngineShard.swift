@@ -173,7 +173,7 @@ final class EngineShard: @unchecked Sendable {
         case .start: return .start
         case .wait: return .wait
         case .refuse:  // waits for tomorrow's budget (the plan says so)
-            summary.paused += 1
+            summary.count(.paused, feed: job.feed.name)
             board.emit(.paused(job.key, reason: "metered budget used", offset: job.partial?.syncedOffset ?? 0))
             return .refuse
         }
@@ -287,7 +287,7 @@ final class EngineShard: @unchecked Sendable {
                 ledger.validated(transfer, validators: validators, length: nil, sha256: nil, placedIn: nil, at: clock())
                 if transfer.file != nil || transfer.job.partial != nil { cache.removePartial(transfer.partialName) }
                 attempt(transfer, outcome: "not modified", error: nil)
-                summary.fresh += 1
+                summary.count(.fresh, feed: transfer.job.feed.name)
                 summary.changedFeeds.insert(transfer.job.feed.name)
                 board.emit(.fresh(transfer.job.key))
             case .failed(let failure):
@@ -347,7 +347,7 @@ final class EngineShard: @unchecked Sendable {
         guard case .success(let (folder, createdIn)) = placed, transfer.renamed(nil) == nil else { return }
         ledger.validated(transfer, validators: validators, length: bytes, sha256: sha256, placedIn: [folder] + createdIn, at: clock())
         attempt(transfer, outcome: "placed", error: nil)
-        summary.placed += 1
+        summary.count(.placed, feed: transfer.job.feed.name)
         summary.changedFeeds.insert(transfer.job.feed.name)
         board.emit(.placed(transfer.job.key, bytes: bytes, received: transfer.received, resumedAt: transfer.requestedFrom,
                            seconds: Date().timeIntervalSince(transfer.startedAt)))
@@ -395,7 +395,7 @@ final class EngineShard: @unchecked Sendable {
         case .pauseEverything:
             summary.diskFull = true
             board.diskFull = true
-            summary.paused += 1
+            summary.count(.paused, feed: job.feed.name)
             board.emit(.paused(job.key, reason: "disk full", offset: transfer?.syncedOffset ?? 0))
             return
         case .retry(let at, _, _, _): nextRetry = at
@@ -417,7 +417,7 @@ final class EngineShard: @unchecked Sendable {
             return
         }
         if let origin { board.holdForTheRun(origin) }  // no further probe in this run
-        summary.failed += 1
+        summary.count(.failed, feed: job.feed.name)
         summary.failures.append((job.key, failure.message))
         summary.changedFeeds.insert(job.feed.name)
         board.emit(.failed(job.key, message: failure.message, retryAt: nextRetry, origin: origin))
@@ -432,7 +432,7 @@ final class EngineShard: @unchecked Sendable {
         countMetered(transfer)
         sync(transfer)
         attempt(transfer, outcome: "paused", error: reason)
-        summary.paused += 1
+        summary.count(.paused, feed: transfer.job.feed.name)
         board.emit(.paused(transfer.job.key, reason: reason, offset: transfer.syncedOffset))
     }
 
@@ -490,7 +490,7 @@ final class EngineShard: @unchecked Sendable {
     private func countMetered(_ transfer: Transfer) {
         let new = transfer.received - transfer.counted
         transfer.counted = transfer.received
-        summary.bodyBytes += new
+        summary.countBody(new, feed: transfer.job.feed.name)
         guard metered, new > 0 else { return }
         let day = LocalDay.label(clock(), clock: ZoneClock(transfer.job.feed.timeZone))
         ledger.meteredBytes(MeteredDay(feed: transfer.job.feed.name, day: day), new)

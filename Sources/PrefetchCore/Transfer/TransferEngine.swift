@@ -43,6 +43,45 @@ struct EngineSummary {
     /// Feeds whose files or their state changed (placed, revalidated, failed): their
     /// reader index is written anew.
     var changedFeeds: Set<String> = []
+    /// The same counts per feed (the metrics' counters, SPEC §6).
+    var byFeed: [String: FeedTally] = [:]
+
+    /// How one transfer ended, as the metrics count it.
+    enum Result: String, CaseIterable, Sendable { case placed, fresh, failed, paused }
+
+    mutating func count(_ result: Result, feed: String) {
+        switch result {
+        case .placed: placed += 1
+        case .fresh: fresh += 1
+        case .failed: failed += 1
+        case .paused: paused += 1
+        }
+        byFeed[feed, default: FeedTally()].results[result, default: 0] += 1
+    }
+
+    mutating func countBody(_ bytes: UInt64, feed: String) {
+        bodyBytes += bytes
+        byFeed[feed, default: FeedTally()].bodyBytes += bytes
+    }
+
+    /// Adds another shard's counts.
+    mutating func add(_ other: EngineSummary) {
+        placed += other.placed
+        fresh += other.fresh
+        failed += other.failed
+        paused += other.paused
+        bodyBytes += other.bodyBytes
+        for (feed, tally) in other.byFeed {
+            for (result, count) in tally.results { byFeed[feed, default: FeedTally()].results[result, default: 0] += count }
+            byFeed[feed, default: FeedTally()].bodyBytes += tally.bodyBytes
+        }
+    }
+}
+
+/// One feed's transfers of a run, by how they ended, and its body bytes.
+struct FeedTally: Sendable, Equatable {
+    var results: [EngineSummary.Result: Int] = [:]
+    var bodyBytes: UInt64 = 0
 }
 
 /// Runs transfers within the limits of SPEC §5 and writes every outcome to state.db as it
@@ -153,7 +192,7 @@ final class TransferEngine {
             var summary = EngineSummary()
             for job in jobs {
                 let message = "libcurl: \(multiError?.message ?? "no multi handle")"
-                summary.failed += 1
+                summary.count(.failed, feed: job.feed.name)
                 summary.failures.append((job.key, message))
                 onEvent(.failed(job.key, message: message, retryAt: nil))
             }
@@ -190,11 +229,7 @@ final class TransferEngine {
         }
         return shards.dropFirst().reduce(into: shards[0].summary) { total, shard in
             let part = shard.summary
-            total.placed += part.placed
-            total.fresh += part.fresh
-            total.failed += part.failed
-            total.paused += part.paused
-            total.bodyBytes += part.bodyBytes
+            total.add(part)
             total.transferSeconds = max(total.transferSeconds, part.transferSeconds)  // they ran side by side
             total.diskFull = total.diskFull || part.diskFull
             total.failures += part.failures

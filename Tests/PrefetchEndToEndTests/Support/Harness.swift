@@ -60,11 +60,13 @@ final class Harness<Origin: TestServer> {
             .events.filter { $0["type"] as? String == "resource" }
     }
 
-    /// `prefetch daemon` in the background, stdout and stderr to the returned log file.
-    func startDaemon(config: String = "/dev/null") throws -> (Process, URL) {
+    /// `prefetch daemon` in the background, stdout and stderr to the returned log file;
+    /// `environment` is added to the test's own (`NOTIFY_SOCKET`, `WATCHDOG_USEC`, …).
+    func startDaemon(config: String = "/dev/null", environment: [String: String] = [:]) throws -> (Process, URL) {
         let process = Process()
         process.executableURL = BinaryRunner.executable
         process.arguments = ["daemon", "--feeds", "feeds", "--cache", "cache", "--config", config]
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         process.currentDirectoryURL = dir.url
         let log = dir.url.appendingPathComponent("daemon.log")
         try Data().write(to: log)

@@ -1,0 +1,62 @@
+import Foundation
+
+/// Replaces the metrics file (SPEC §6) after a pass of `run` or `daemon`: every loaded
+/// feed's figures from a plan made now, state.db's counters (which never go back) and
+/// held origins, then `Metrics.render`, written atomically beside the file under a hidden
+/// temporary name that does not end in `.prom` (node_exporter's textfile collector reads
+/// only `*.prom`). A failure to write is a warning: the pass itself went well.
+enum MetricsWriter {
+    static func write(to path: String, feeds: [Feed], cache: CacheFolder, state: StateStore, settings: Settings, now: Instant,
+                      passSeconds: Double, console: Console) {
+        let snapshot: StateSnapshot
+        let counts: [String: [String: UInt64]]
+        let everHeld: [String]
+        do {
+            snapshot = try state.snapshot()
+            counts = try state.counts()
+            everHeld = try state.originsEverHeld()
+        } catch {
+            console.err("prefetch: warning: cannot write the metrics (\(path)): cannot read \(state.path): \(error)\n")
+            return
+        }
+        let cached = CacheListing.present(feeds, in: cache)
+        let machineID = settings.machineID?.usableValue
+        let plan = Planner.plan(PlanInput(feeds: feeds, state: snapshot, cached: cached,
+                                          conditions: settings.assumptions.snapshot(ConditionProbes(), config: settings.config,
+                                                                                    cache: settings.config.cache),
+                                          now: now, machineID: settings.machineID))
+        var lines: [Metrics.Feed] = []
+        for (feed, feedPlan) in zip(feeds, plan.feeds) {
+            var files = 0
+            var bytes: UInt64 = 0
+            for resource in feed.resources {
+                let key = ResourceKey(feed: feed.name, path: resource.path)
+                guard cached.contains(key) else { continue }
+                files += 1
+                bytes += snapshot.resources[key]?.length ?? CacheListing.size(feed: feed.name, path: resource.path, in: cache) ?? 0
+            }
+            let feedCounts = counts[feed.name] ?? [:]
+            let missed = Starvation.count(feed, snapshot: snapshot, machineID: machineID, now: now).missed
+            lines.append(Metrics.Feed(
+                name: feed.name, files: files, bytes: bytes,
+                transfers: Dictionary(uniqueKeysWithValues: Metrics.results.map { ($0, feedCounts["transfers_" + $0] ?? 0) }),
+                bodyBytes: feedCounts["body_bytes"] ?? 0, lastSuccess: snapshot.feeds[feed.name]?.lastSuccess,
+                nextWakeup: feedPlan.nextWakeup(at: now), missedWindows: missed, starved: missed >= settings.config.starvedAfter,
+                releaseComplete: ReaderIndex.isComplete(feed, plan: feedPlan, state: snapshot, cached: cached)))
+        }
+        let origins = everHeld.map { (origin: $0, held: snapshot.originHolds[$0] != nil) }
+        let text = Metrics.render(Metrics.Snapshot(feeds: lines, origins: origins, lastRun: now, lastRunSeconds: passSeconds))
+        let folder = (path as NSString).deletingLastPathComponent
+        let temporary = (folder.isEmpty ? "" : folder + "/") + "." + (path as NSString).lastPathComponent + ".tmp"
+        if case .failure(let error) = FileSystem.replaceFile(path, with: Array(text.utf8), temporary: temporary) {
+            console.err("prefetch: warning: cannot write the metrics (\(path)): \(error)\n")
+        }
+    }
+
+    /// A pass's transfers as state.db's counters: `transfers_<result>` and `body_bytes`.
+    static func counts(_ tally: FeedTally) -> [String: UInt64] {
+        var counts = ["body_bytes": tally.bodyBytes]
+        for (result, count) in tally.results { counts["transfers_" + result.rawValue] = UInt64(count) }
+        return counts
+    }
+}
