@@ -1292,6 +1292,58 @@ import PrefetchCore
         #expect((try? Data(contentsOf: after.appendingPathComponent("t/a.bin"))).map { Self.sha([UInt8]($0)) } == Self.sha(v2))
     }
 
+    /// FAULTS 20, when the disk fills while placement makes a file's folders: the cache on
+    /// a tmpfs with few inodes, filled to leave 1 to 6 free before each run. Whichever step
+    /// the space runs out at (state.db's journal, the partial, a folder on the way, the index),
+    /// the run pauses as for a full disk, and nothing fails for the release; with room again
+    /// the file is placed. Before, a folder that could not be made failed the resource until
+    /// the next release ("'deep/er': No space left on device").
+    @Test(.enabled(if: FaultTests.canMountTmpfs)) func aFullDiskWhileMakingFoldersPausesAndFailsNothing() throws {
+        let s = try FaultHarness()
+        let a = Self.bytes(1000, seed: 230), b = Self.bytes(1000, seed: 231)
+        s.origin.serve("/a.bin", OriginResource(a, etag: "\"a\""))
+        s.origin.serve("/b.bin", OriginResource(b, etag: "\"b\""))
+        let header = "refresh: 1h\nretry: { attempts: 5, backoff: 1s }\nresources:\n  - url: ORIGIN/a.bin\n"
+        try s.feed(header)
+        try s.dir.write("feeds2/t.yaml", (header + "  - url: ORIGIN/b.bin\n    path: deep/er/b.bin\n").replacingOccurrences(of: "ORIGIN", with: s.origin.url("")))
+        try FileManager.default.createDirectory(at: s.cache, withIntermediateDirectories: true)
+        let script = """
+            mount -t tmpfs -o size=8m,nr_inodes=64 tmpfs cache || exit 97
+            "$BIN" run --json --feeds feeds --cache cache --config /dev/null > run0.out 2> run0.err; echo $? > run0.rc
+            for k in 1 2 3 4 5 6; do
+              mkdir cache/.fill; i=0
+              while (: > cache/.fill/$i) 2>/dev/null; do i=$((i+1)); done
+              j=0; while [ $j -lt $k ]; do i=$((i-1)); rm -f cache/.fill/$i; j=$((j+1)); done
+              PREFETCH_CLOCK_OFFSET=+$((2 * k))h "$BIN" run --json --feeds feeds2 --cache cache --config /dev/null > run$k.out 2> run$k.err; echo $? > run$k.rc
+              rm -rf cache/.fill
+              rm -rf cache/t/deep
+            done
+            PREFETCH_CLOCK_OFFSET=+20h "$BIN" run --json --feeds feeds2 --cache cache --config /dev/null > run9.out 2> run9.err; echo $? > run9.rc
+            cp -a cache after
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        process.arguments = ["-rm", "/bin/sh", "-c", script]
+        process.currentDirectoryURL = s.dir.url
+        process.environment = ["PATH": "/usr/bin:/bin", "TZ": "UTC", "HOME": s.dir.url.path, "BIN": BinaryRunner.executable.path]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        func read(_ name: String) -> String { (try? String(contentsOf: s.dir.url.appendingPathComponent(name), encoding: .utf8)) ?? "" }
+        #expect(read("run0.rc").hasPrefix("0"), "\(read("run0.out"))\(read("run0.err"))")
+        var pausedForSpace = 0
+        for k in 1...6 {
+            let out = read("run\(k).out"), err = read("run\(k).err")
+            #expect(!out.contains(#""type":"failed""#), "\(k) inodes free: a full disk failed a resource: \(out)\(err)")
+            if out.contains(#""reason":"disk full""#) || err.contains("disk full") { pausedForSpace += 1 }
+        }
+        #expect(pausedForSpace > 0, "no budget ran out of space: the test did not reach a full disk")
+        #expect(read("run9.rc").hasPrefix("0"), "\(read("run9.out"))\(read("run9.err"))")
+        let after = s.dir.url.appendingPathComponent("after")
+        #expect((try? Data(contentsOf: after.appendingPathComponent("t/deep/er/b.bin"))).map { Self.sha([UInt8]($0)) } == Self.sha(b))
+    }
+
     /// FAULTS 21: readers never see a partial — polled throughout a slow update and a slow first
     /// fetch, the final path holds the old version, the new one, or nothing, never anything else.
     @Test func readersNeverSeeAPartialFile() throws {

@@ -191,6 +191,9 @@ public final class CacheFolder {
             let folder: FileDescriptor
             switch self.folder(of: final, forPlacement: true, reopen: attempt > 0, folders: &folders, createdIn: &createdIn) {
             case .success(let opened): folder = opened
+            case .failure(.system(_, let error)):
+                // A folder that could not be made (a full disk, an I/O error) is the disk's failure, not the path's.
+                return .failure(.failed("\(self.path)/\(feed)/\(path)", error))
             case .failure(let error): return .failure(.unsafePath(error.description))
             }
             guard let partials else { return .failure(.failed("\(self.path)/\(CacheLayout.meta)", Errno(ENOENT))) }
