@@ -253,9 +253,14 @@ import PrefetchCore
         #expect(!Self.values(timer, "Timer", "OnCalendar").isEmpty)
     }
 
-    /// The units in a folder, pointing at the built binary (which `verify` checks exists).
+    /// The units in a folder, pointing at the built binary (which `verify` checks exists), and
+    /// the binary's man page in `man/man1/` beside them (their `Documentation=man:prefetch(1)`:
+    /// `verify` runs `man` on it; `manPath` is the MANPATH that finds it).
     static func unitsForTheBuiltBinary(in dir: TemporaryFolder) throws -> [String] {
-        try ["prefetch-run.service", "prefetch-run.timer", "prefetch-daemon.service"].map { name in
+        let page = try BinaryRunner.run(["help", "--man"])
+        try #require(page.status == 0 && !page.stdout.isEmpty, "\(page.diagnostics)")
+        _ = try dir.write("man/man1/prefetch.1", page.stdout)
+        return try ["prefetch-run.service", "prefetch-run.timer", "prefetch-daemon.service"].map { name in
             let text = try String(contentsOf: etc.appendingPathComponent(name), encoding: .utf8)
             return try dir.write(name, text.replacingOccurrences(of: "=/usr/bin/prefetch ", with: "=\(BinaryRunner.executable.path) "))
         }
@@ -265,7 +270,8 @@ import PrefetchCore
     func theUnitsPassSystemdAnalyzeVerify() throws {
         let dir = try TemporaryFolder()
         let units = try Self.unitsForTheBuiltBinary(in: dir)
-        let result = try BinaryRunner.run(["verify"] + units, executable: URL(fileURLWithPath: Self.analyze!))
+        let result = try BinaryRunner.run(["verify"] + units, environment: ["MANPATH": dir.file("man")],
+                                          executable: URL(fileURLWithPath: Self.analyze!))
         #expect(result.status == 0, "\(result.diagnostics)")
         #expect(result.stdout.isEmpty && result.stderr.isEmpty, "\(result.diagnostics)")  // no warning either
     }
