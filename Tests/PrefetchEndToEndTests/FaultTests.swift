@@ -938,7 +938,7 @@ import PrefetchCore
     /// recorded for a later run when longer than 60 s, never marked failed for the release.
     @Test func networkErrorsBackOffExponentiallyWithJitter() throws {
         let s = try FaultHarness()
-        let port = try Self.freePort()  // nobody listens there
+        let port = try LoopbackPort.free()  // nobody listens there
         try s.feed(Self.nextRun + "resources:\n  - url: http://127.0.0.1:\(port)/x.bin\n")
         for (index, offset) in [0, 600, 2400].enumerated() {
             let result = try s.runJSON(offset: offset == 0 ? nil : "+\(offset)s")
@@ -1131,7 +1131,7 @@ import PrefetchCore
         defer { for server in servers where server.isRunning { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() } }
         var ports: [String: Int] = [:]
         for name in ["good", "wrongname", "unknownca"] {
-            let port = try Self.freePort()
+            let port = try LoopbackPort.free()
             let server = Process()
             server.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
             server.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", "../\(name).pem", "-key", "../\(name).key", "-WWW", "-quiet"]
@@ -1140,7 +1140,7 @@ import PrefetchCore
             server.standardError = FileHandle.nullDevice
             try server.run()
             servers.append(server)
-            #expect(Self.waitForListener(port), "openssl s_server did not start")
+            #expect(LoopbackPort.waitUntilAccepting(port), "openssl s_server did not start")
             ports[name] = port
         }
         try s.feed(Self.inRun + "resources:\n" + ["good", "wrongname", "unknownca"].map {
@@ -1174,38 +1174,6 @@ import PrefetchCore
         try process.run()
         process.waitUntilExit()
         return process.terminationStatus
-    }
-
-    /// A port nobody listens on right now (bind 127.0.0.1:0, read it, close).
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard ok else { throw OriginError.system("bind", errno) }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    static func waitForListener(_ port: Int) -> Bool {
-        for _ in 0..<100 {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = UInt16(port).bigEndian
-            address.sin_addr = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-            }
-            close(fd)
-            if connected { return true }
-            usleep(50_000)
-        }
-        return false
     }
 
     // MARK: - Disk and concurrency (FAULTS 20–23)

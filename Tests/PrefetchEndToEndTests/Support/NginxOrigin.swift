@@ -18,7 +18,7 @@ final class NginxOrigin {
         self.root = root
         scheme = tls == nil ? "http" : "https"
         run = root.deletingLastPathComponent().appendingPathComponent("nginx-run-" + UUID().uuidString.prefix(8))
-        port = try Self.freePort()
+        port = try LoopbackPort.free()
         try Self.shell([Self.script.path, "config", root.path, "\(port)", run.path] + (tls.map { [$0.certificate, $0.key] } ?? []))
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
         process.arguments = ["-c", run.appendingPathComponent("nginx.conf").path, "-e", run.appendingPathComponent("error.log").path]
@@ -26,10 +26,7 @@ final class NginxOrigin {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        for _ in 0..<100 {
-            if Self.accepts(port) { return }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
+        if LoopbackPort.waitUntilAccepting(port, process: process) { return }
         process.terminate()
         throw NginxError(message: "nginx did not start on port \(port)")
     }
@@ -45,34 +42,6 @@ final class NginxOrigin {
     func log() -> [String] {
         (try? String(contentsOf: run.appendingPathComponent("access.log"), encoding: .utf8))?
             .split(separator: "\n").map { $0.replacingOccurrences(of: "\\x22", with: "\"") } ?? []  // nginx escapes quotes
-    }
-
-    static func accepts(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-    }
-
-    /// A port nothing listens on now (bound and released).
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw NginxError(message: "cannot find a free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     static func shell(_ arguments: [String]) throws {

@@ -12,17 +12,14 @@ final class NodeExporter {
         guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
             throw NginxError(message: "prometheus-node-exporter is not installed (scripts/setup prometheus-node-exporter)")
         }
-        port = try NginxOrigin.freePort()
+        port = try LoopbackPort.free()
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = ["--web.listen-address=127.0.0.1:\(port)", "--collector.disable-defaults", "--collector.textfile",
                              "--collector.textfile.directory=\(folder.path)"]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        for _ in 0..<200 {
-            if NginxOrigin.accepts(port) { return }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
+        if LoopbackPort.waitUntilAccepting(port, process: process) { return }
         process.terminate()
         throw NginxError(message: "node_exporter did not start on port \(port)")
     }

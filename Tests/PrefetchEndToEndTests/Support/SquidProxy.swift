@@ -48,7 +48,7 @@ final class SquidProxy {
         }
         folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("prefetch-squid-" + UUID().uuidString.prefix(8))
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        port = try NginxOrigin.freePort()
+        port = try LoopbackPort.free()
         scheme = tls == nil ? "http" : "https"
         let f = folder.path
         // Started as root, squid drops to cache_effective_user, which must own its folder.
