@@ -1178,6 +1178,20 @@ import PrefetchCore
 
     // MARK: - Disk and concurrency (FAULTS 20–23)
 
+    /// Starts `script` (sh) in `folder`, in a private user and mount namespace where it may
+    /// mount a tmpfs; `$BIN` is the prefetch binary.
+    static func startInPrivateMounts(_ script: String, in folder: URL) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        process.arguments = ["-rm", "/bin/sh", "-c", script]
+        process.currentDirectoryURL = folder
+        process.environment = ["PATH": "/usr/bin:/bin", "TZ": "UTC", "HOME": folder.path, "BIN": BinaryRunner.executable.path]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
     /// Whether this machine lets us mount a small tmpfs in a private mount namespace.
     static let canMountTmpfs: Bool = {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare"), let scratch = try? TemporaryFolder() else { return false }
@@ -1212,14 +1226,7 @@ import PrefetchCore
             PREFETCH_CLOCK_OFFSET=+2h timeout -s KILL 30 "$BIN" run --json --feeds feeds --cache cache --config /dev/null > run3.out 2> run3.err; echo $? > run3.rc
             cp -a cache after
             """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-        process.arguments = ["-rm", "/bin/sh", "-c", script]
-        process.currentDirectoryURL = s.dir.url
-        process.environment = ["PATH": "/usr/bin:/bin", "TZ": "UTC", "HOME": s.dir.url.path, "BIN": BinaryRunner.executable.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try Self.startInPrivateMounts(script, in: s.dir.url)
         defer {
             if process.isRunning {
                 for name in ["go", "go2"] { try? Data().write(to: s.dir.url.appendingPathComponent(name)) }
@@ -1289,14 +1296,7 @@ import PrefetchCore
             PREFETCH_CLOCK_OFFSET=+20h "$BIN" run --json --feeds feeds2 --cache cache --config /dev/null > run9.out 2> run9.err; echo $? > run9.rc
             cp -a cache after
             """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-        process.arguments = ["-rm", "/bin/sh", "-c", script]
-        process.currentDirectoryURL = s.dir.url
-        process.environment = ["PATH": "/usr/bin:/bin", "TZ": "UTC", "HOME": s.dir.url.path, "BIN": BinaryRunner.executable.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try Self.startInPrivateMounts(script, in: s.dir.url)
         process.waitUntilExit()
         func read(_ name: String) -> String { (try? String(contentsOf: s.dir.url.appendingPathComponent(name), encoding: .utf8)) ?? "" }
         #expect(read("run0.rc").hasPrefix("0"), "\(read("run0.out"))\(read("run0.err"))")
