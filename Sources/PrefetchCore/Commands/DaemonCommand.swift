@@ -77,12 +77,17 @@ enum DaemonCommand {
                 if until.nanoseconds(since: settings.now()) >= 30_000_000_000, signals.received == nil,
                    verificationIsDue(session.state, every: config.verifyEvery, now: settings.now()) {
                     notifier.tell(.verifying)
+                    // It yields to work that comes due (the next wake-up), and the next idle
+                    // time goes on from where it stopped: a large cache is verified in pieces.
+                    let cursor = (try? session.state.verificationCursor()) ?? 0
                     let outcome = Verification.run(feeds, cache: session.cache, state: session.state, now: settings.now(), settings: settings,
-                                                   console: console, json: false, stopRequested: stopRequested, alive: alive)
-                    if !outcome.stopped {
-                        do { try session.state.recordVerification(at: settings.now()) } catch {
-                            console.err("prefetch: error: cannot record state: \(error)\n")
-                        }
+                                                   console: console, json: false, from: cursor,
+                                                   stopRequested: { stopRequested() || settings.now() >= until }, alive: alive)
+                    do {
+                        try session.state.recordVerificationCursor(outcome.stoppedAt)
+                        if !outcome.stopped { try session.state.recordVerification(at: settings.now()) }
+                    } catch {
+                        console.err("prefetch: error: cannot record state: \(error)\n")
                     }
                     if let signalled = deliverSignals() { action = signalled; continue }
                     notifier.tell(.idleAgain)

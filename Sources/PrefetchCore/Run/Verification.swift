@@ -10,14 +10,17 @@ enum Verification {
         var mismatched = 0
         var unverified = 0
         var errors = 0
-        /// Stopped before the last file (a signal).
-        var stopped = false
+        /// Stopped before the last file (a signal, or the daemon's work came due): the
+        /// position (over every feed's resources, in order) to go on from.
+        var stoppedAt: Int?
+        var stopped: Bool { stoppedAt != nil }
     }
 
-    /// `stopRequested` is asked between files (the daemon's signals); `alive` is told after
-    /// every MiB read (the daemon's watchdog).
+    /// `stopRequested` is asked between files (the daemon's signals, and its next wake-up);
+    /// `alive` is told after every MiB read (the daemon's watchdog). `from`: the position a
+    /// verification that was stopped goes on from (the resources before it are left out).
     static func run(_ feeds: [Feed], cache: CacheFolder, state: StateStore, now: Instant, settings: Settings, console: Console,
-                    json: Bool, stopRequested: () -> Bool = { false }, alive: () -> Void = {}) -> Outcome {
+                    json: Bool, from start: Int = 0, stopRequested: () -> Bool = { false }, alive: () -> Void = {}) -> Outcome {
         var outcome = Outcome()
         let snapshot: StateSnapshot
         do { snapshot = try state.snapshot() } catch {
@@ -40,10 +43,13 @@ enum Verification {
                 console.out(text + "\n")
             }
         }
+        var position = -1
         files: for feed in feeds {
             for resource in feed.resources {
+                position += 1
+                guard position >= start else { continue }
                 if stopRequested() {
-                    outcome.stopped = true
+                    outcome.stoppedAt = position
                     break files
                 }
                 let key = ResourceKey(feed: feed.name, path: resource.path)

@@ -466,6 +466,26 @@ public final class StateStore {
         return Instant(nanoseconds: nanoseconds)
     }
 
+    /// Where the daemon's verification that was cut short goes on from (a position over the
+    /// feeds' resources), nil when none was.
+    public func verificationCursor() throws(SQLiteError) -> Int? {
+        let row = try db.prepare("SELECT value FROM counters WHERE feed = '' AND name = 'verify_cursor'")
+        guard try row.step(), let value = row.int(0) else { return nil }
+        return Int(value)
+    }
+
+    /// Records where to go on from (nil: the verification finished, none is pending).
+    public func recordVerificationCursor(_ position: Int?) throws(SQLiteError) {
+        guard let position else {
+            try db.run("DELETE FROM counters WHERE feed = '' AND name = 'verify_cursor'", [])
+            return
+        }
+        try db.run("""
+            INSERT INTO counters (feed, name, value) VALUES ('', 'verify_cursor', ?)
+            ON CONFLICT (feed, name) DO UPDATE SET value = excluded.value
+            """, [.int(Int64(position))])
+    }
+
     public func recordVerification(at time: Instant) throws(SQLiteError) {
         try db.run("""
             INSERT INTO counters (feed, name, value) VALUES ('', 'last_verification', ?)
