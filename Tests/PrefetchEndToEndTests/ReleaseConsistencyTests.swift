@@ -306,6 +306,110 @@ import PrefetchCore
         #expect(text == ["a.bin", "b.bin", "c.bin"].map { "\($0) \(Self.digest($0, 1))\n" }.joined(), "\(text)")
     }
 
+    /// Seeded random lives of a feed (`PREFETCH_RELEASE_SEED` replays one; the seed is in
+    /// every failure): releases in which each file stays, changes or fails its update, runs
+    /// killed at a placement and finished by the next, switches between `file` and `release`,
+    /// and runs with nothing to do — checked after every run against a model kept by the test
+    /// alone: readers see exactly the set of the last finished release (a failed update keeps
+    /// its old copy, a killed release shows nothing of itself), `CACHE/t` is a symlink to one
+    /// of at most three generations in release mode and a plain folder in file mode, and
+    /// nothing half-built or swapped out is left behind.
+    @Test func seededLivesShowExactlyTheLastFinishedRelease() throws {
+        let given: UInt64? = ProcessInfo.processInfo.environment["PREFETCH_RELEASE_SEED"].flatMap { UInt64($0) }
+        let seeds: [UInt64] = given.map { [$0] } ?? [81, 82, 83, 84, 85]
+        for seed in seeds {
+            var random = SplitMix64(seed: seed)
+            let s = try FaultHarness()
+            let names = ["a.bin", "b.bin", "c.bin", "d/e.bin"]
+            var live: [String: Int] = [:]  // the model: the version readers must see
+            var version: [String: Int] = [:]  // what the origin serves
+            for name in names { version[name] = 1; s.origin.serve("/\(name)", OriginResource(Self.version(name, 1), etag: "\"\(name)-1\"")) }
+            var mode = Consistency.release
+            func writeFeed() throws {
+                try s.feed("refresh: 1h\nconsistency: \(mode.rawValue)\nretry: { attempts: 1, backoff: 1s }\nlimits: { concurrency: 1 }\nresources:\n"
+                           + names.map { "  - url: ORIGIN/\($0)\n    path: \($0)\n" }.joined())
+            }
+            try writeFeed()
+            var hour = 0
+            var story: [String] = []
+            func check(_ label: String) {
+                let where_ = "seed \(seed), after \(story.joined(separator: "; ")): \(label)"
+                if mode == .release {
+                    let link = Self.link(s)
+                    #expect(link?.hasPrefix(".prefetch/generations/t/") == true, "\(where_): CACHE/t is \(link ?? "not a symlink")")
+                    let generations = Self.generations(s)
+                    #expect(generations.count <= 3 && generations.allSatisfy { Int($0) != nil }, "\(where_): generations \(generations)")
+                } else {
+                    #expect(Self.link(s) == nil && s.stat("t").map { ($0.st_mode & S_IFMT) == S_IFDIR } == true, "\(where_): not a plain folder")
+                    #expect(Self.generations(s).isEmpty, "\(where_): generations left \(Self.generations(s))")
+                }
+                #expect(!s.exists(".prefetch/switch-t"), "\(where_): a swapped-out folder or link is left")
+                for name in names {
+                    let expected = live[name].map { Self.digest(name, $0) }
+                    #expect(s.digest("t/\(name)") == expected, "\(where_): \(name) should be version \(live[name].map(String.init) ?? "none")")
+                }
+            }
+            // The first release: every file.
+            #expect(try s.runJSON().status == 0)
+            for name in names { live[name] = 1 }
+            story.append("first release")
+            check("first release")
+            for _ in 0..<12 {
+                hour += 2
+                let draw = random.next() % 100
+                if draw < 15 {  // a new mode, with the release that comes
+                    mode = mode == .release ? .file : .release
+                    try writeFeed()
+                    story.append("mode \(mode.rawValue), nothing changed")
+                    #expect(try s.runJSON(offset: "+\(hour)h").status == 0, "seed \(seed)")
+                    check("mode switch")
+                    continue
+                }
+                if draw < 30 && mode == .release {  // every file changes; killed at the second placement, finished by the next run
+                    for name in names {
+                        version[name]! += 1
+                        s.origin.serve("/\(name)", OriginResource(Self.version(name, version[name]!), etag: "\"\(name)-\(version[name]!)\""))
+                    }
+                    story.append("all changed, killed at the 2nd placement")
+                    let killed = try s.runJSON(offset: "+\(hour)h", environment: ["PREFETCH_FAULT": "rename:kill@2"])
+                    #expect(killed.status == Int32(SIGKILL), "seed \(seed): \(killed.diagnostics)")
+                    check("killed mid-release: readers keep the old set")
+                    story.append("the next run")
+                    #expect(try s.runJSON(offset: "+\(hour)h").status == 0, "seed \(seed)")
+                    for name in names { live[name] = version[name] }
+                    check("finished after the kill")
+                    continue
+                }
+                // A release: each file stays, changes, or its update fails (the old copy stays).
+                var failing: [String] = []
+                var changes: [String] = []
+                for name in names {
+                    let pick = random.next() % 100
+                    if pick < 40 { continue }
+                    version[name]! += 1
+                    s.origin.serve("/\(name)", OriginResource(Self.version(name, version[name]!), etag: "\"\(name)-\(version[name]!)\""))
+                    if pick < 80 { changes.append(name) } else { failing.append(name); s.origin.inject("/\(name)", [.status(500)]) }
+                }
+                story.append("changed \(changes), failing \(failing)")
+                let run = try s.runJSON(offset: "+\(hour)h")
+                #expect(run.status == (failing.isEmpty ? 0 : 1), "seed \(seed): \(run.diagnostics)")
+                for name in changes { live[name] = version[name] }
+                check("a release")
+                // The origin goes back to the version the cache has for a failed one: that is
+                // what it serves next time unless it changes again.
+                for name in failing {
+                    version[name] = live[name]
+                    s.origin.serve("/\(name)", OriginResource(Self.version(name, version[name]!), etag: "\"\(name)-\(version[name]!)\""))
+                }
+                if random.next() % 4 == 0 {  // later in the same release: nothing to do, nothing moves
+                    story.append("a run with nothing to do")
+                    #expect(try s.runJSON(offset: "+\(hour)h10m").status == 0, "seed \(seed)")
+                    check("nothing to do")
+                }
+            }
+        }
+    }
+
     /// A reader polls during a switch — 120 files, a slow origin — opening `CACHE/t` once per
     /// look and reading every file and the index below that one folder, as an application
     /// does: it sees the whole old set or the whole new set, each matching its index, never
