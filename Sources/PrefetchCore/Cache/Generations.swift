@@ -136,6 +136,13 @@ extension CacheFolder {
         return folder
     }
 
+    /// Removes `.prefetch/generations/<feed>/` and every generation in it.
+    func removeGenerations(of feed: String) -> Result<Void, Errno> {
+        guard let generations = try? SafePath.openFolders([Substring(CacheLayout.meta), Substring(CacheLayout.generations)],
+                                                          below: root, create: false).get() else { return .success(()) }
+        return FolderTree.removeTree(feed, in: generations)
+    }
+
     private func generation(_ feed: String, _ n: Int) -> Result<FileDescriptor, SafePathError> {
         SafePath.openFolders([Substring(CacheLayout.meta), Substring(CacheLayout.generations), Substring(feed), Substring(String(n))],
                              below: root, create: false)
@@ -256,9 +263,7 @@ extension CacheFolder {
             }
             if !syncIsFree, case .failure(let error) = root.sync() { return .failure(.cannotWrite(path, "fsync: \(error)")) }
             _ = FileSystem.remove(switchName, in: meta)  // the old symlink
-            if let generations = try? SafePath.openFolders([Substring(CacheLayout.meta), Substring(CacheLayout.generations)],
-                                                           below: root, create: false).get(),
-               case .failure(let error) = FolderTree.removeTree(feed, in: generations) {
+            if case .failure(let error) = removeGenerations(of: feed) {
                 return .failure(.cannotWrite("\(path)/\(CacheLayout.generationLink(feed: feed, live))", error.description))
             }
             return .success(true)

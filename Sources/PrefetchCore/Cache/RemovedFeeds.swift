@@ -55,9 +55,7 @@ extension CacheFolder {
         }
         if case .success(let folder) = feedFolder(feed) { count(folder, top: true) }  // a dangling link holds no files
         if case .failure(let error) = FolderTree.removeTree(feed, in: root) { return .failure(error) }
-        if layout.isGenerations, let generations = try? SafePath.openFolders(
-            [Substring(CacheLayout.meta), Substring(CacheLayout.generations)], below: root, create: false).get(),
-           case .failure(let error) = FolderTree.removeTree(feed, in: generations) {
+        if layout.isGenerations, case .failure(let error) = removeGenerations(of: feed) {
             return .failure(error)
         }
         if !syncIsFree, case .failure(let error) = root.sync() { return .failure(error) }

@@ -12,8 +12,8 @@ enum ReleaseBook {
     }
 
     /// Records as begun the release of each feed with work due, when it is not recorded yet
-    /// (that also forgets when the previous one finished).
-    /// Every feed planned is recorded as seen, the first time (starvation counts from then).
+    /// (that also forgets when the previous one finished); and every feed planned as seen,
+    /// the first time (starvation counts from then).
     static func begin(_ plan: Plan, _ snapshot: StateSnapshot, _ state: StateStore) throws(SQLiteError) {
         for feedPlan in plan.feeds where snapshot.feeds[feedPlan.name]?.firstSeen == nil {
             try state.recordSeen(feed: feedPlan.name, at: plan.now)
