@@ -84,6 +84,33 @@ public struct Validators: Sendable, Equatable {
     }
 }
 
+/// What a 2xx response said that decides whether a partial of it can resume (SPEC §7's
+/// one rule, `ResumeRule`): its validators, its `Date`, `Accept-Ranges` and
+/// `Content-Encoding`, as sent. Recorded with the partial it began, and with the resource
+/// (of its last 2xx response: §6's deadline rule is judged on it).
+public struct ResponseFacts: Sendable, Equatable {
+    public var etag: String?
+    public var lastModified: String?
+    /// The response's `Date` (nil: none was sent, or the record predates state.db version 3).
+    public var date: String?
+    /// The response said `Accept-Ranges: none`.
+    public var acceptRangesNone: Bool
+    /// Its `Content-Encoding` (nil: none, or identity).
+    public var contentEncoding: String?
+
+    public init(etag: String? = nil, lastModified: String? = nil, date: String? = nil, acceptRangesNone: Bool = false,
+                contentEncoding: String? = nil) {
+        self.etag = etag
+        self.lastModified = lastModified
+        self.date = date
+        self.acceptRangesNone = acceptRangesNone
+        self.contentEncoding = contentEncoding
+    }
+
+    /// Its validators.
+    public var validators: Validators { Validators(etag: etag, lastModified: lastModified) }
+}
+
 /// Per resource: the placed copy, the partial, and the failure record.
 public struct ResourceState: Sendable, Equatable {
     /// SHA-256 of the URL the copy came from (query values are never stored).
