@@ -134,6 +134,12 @@ public final class StateStore {
             PRIMARY KEY (feed, number)
         ) WITHOUT ROWID;
         """,
+        // → the `encoding` (SPEC §7: refuse, keep, decode) each placed copy was stored under:
+        // a copy whose entry now says another is `changed` (§5). Copies placed before had
+        // no key to say otherwise: NULL reads as `refuse`.
+        """
+        ALTER TABLE resources ADD COLUMN copy_encoding TEXT;
+        """,
     ]
 
     /// The URL a resource has now, for re-keying version 1's hashes (nil: no longer listed).
@@ -237,7 +243,8 @@ public final class StateStore {
         snapshot.feeds = try feedStates()
         let resources = try db.prepare("""
             SELECT feed, path, url_hash, etag, last_modified, length, sha256, placed_at, validated_at,
-                   last_success, last_error, failures, failure_release, permanent, next_retry, failure_entry FROM resources
+                   last_success, last_error, failures, failure_release, permanent, next_retry, failure_entry,
+                   copy_encoding FROM resources
             """)
         while try resources.step() {
             var state = ResourceState(urlHash: resources.text(2) ?? "")
@@ -253,6 +260,7 @@ public final class StateStore {
             state.permanentFailure = resources.int(13) == 1
             state.nextRetry = resources.instant(14)
             state.failureEntry = resources.text(15)
+            state.copyEncoding = resources.text(16).flatMap(EncodingMode.init(rawValue:)) ?? .refuse
             snapshot.resources[ResourceKey(feed: resources.text(0) ?? "", path: resources.text(1) ?? "")] = state
         }
         let partials = try db.prepare("""
@@ -324,22 +332,27 @@ public final class StateStore {
 
     /// Records a verified copy placed (or confirmed by a 304) at `time`; clears failures and,
     /// unless the caller knows there is none (`clearPartial: false`), the partial's record.
-    /// A 304 (`placed: false`) keeps the placed copy's recorded length and sha256.
+    /// A 304 (`placed: false`) keeps the placed copy's recorded length, sha256 and `encoding`
+    /// (the mode a placed copy was stored under, SPEC §7).
     public func recordValidated(_ key: ResourceKey, urlHash: String, validators: Validators, length: UInt64?,
-                                sha256: String?, placed: Bool, at time: Instant, clearPartial: Bool = true) throws(SQLiteError) {
+                                sha256: String?, placed: Bool, encoding: EncodingMode = .refuse, at time: Instant,
+                                clearPartial: Bool = true) throws(SQLiteError) {
         func upsert() throws(SQLiteError) {
             try db.run("""
-                INSERT INTO resources (feed, path, url_hash, etag, last_modified, length, sha256, placed_at, validated_at, last_success, failures, permanent)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0)
+                INSERT INTO resources (feed, path, url_hash, etag, last_modified, length, sha256, placed_at, validated_at, last_success, failures,
+                                       permanent, copy_encoding)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?)
                 ON CONFLICT (feed, path) DO UPDATE SET url_hash = excluded.url_hash, etag = excluded.etag,
                     last_modified = excluded.last_modified,
                     length = CASE WHEN excluded.placed_at IS NULL THEN resources.length ELSE excluded.length END,
                     sha256 = CASE WHEN excluded.placed_at IS NULL THEN resources.sha256 ELSE excluded.sha256 END,
+                    copy_encoding = CASE WHEN excluded.placed_at IS NULL THEN resources.copy_encoding ELSE excluded.copy_encoding END,
                     placed_at = COALESCE(excluded.placed_at, resources.placed_at), validated_at = excluded.validated_at,
                     last_success = excluded.last_success, last_error = NULL, last_error_at = NULL, failures = 0,
                     failure_release = NULL, permanent = 0, next_retry = NULL, failure_entry = NULL
                 """, [.text(key.feed), .text(key.path), .text(urlHash), .optional(validators.etag), .optional(validators.lastModified),
-                      .optional(length), .optional(sha256), placed ? .instant(time) : .null, .instant(time), .instant(time)])
+                      .optional(length), .optional(sha256), placed ? .instant(time) : .null, .instant(time), .instant(time),
+                      placed ? .text(encoding.rawValue) : .null])
         }
         guard clearPartial else { return try upsert() }
         try db.transaction { () throws(SQLiteError) in

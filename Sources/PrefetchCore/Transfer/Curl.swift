@@ -28,6 +28,9 @@ struct CurlRequestOptions {
     var connectTimeout: Int
     var stallTimeout: Int
     var bufferSize: Int
+    /// CURLOPT_ACCEPT_ENCODING: the codings to offer and decode (`encoding: decode`); nil
+    /// offers none and leaves bodies as sent (the request's own `Accept-Encoding: identity`).
+    var acceptEncoding: String? = nil
 }
 
 /// libcurl's data callback type (CURLOPT_WRITEFUNCTION, CURLOPT_HEADERFUNCTION).
@@ -108,6 +111,8 @@ final class CurlEasy {
         try setHeaders(request.headers)
         try set(CURLOPT_CONNECTTIMEOUT, request.connectTimeout, "connect timeout")
         try set(CURLOPT_LOW_SPEED_TIME, request.stallTimeout, "stall timeout")
+        // Set on every request: a reused handle must not decode for a transfer that did not ask.
+        try check(CShims_easy_setopt_string(handle, CURLOPT_ACCEPT_ENCODING, request.acceptEncoding), "accept encoding")
         if bufferSize != request.bufferSize {
             try set(CURLOPT_BUFFERSIZE, request.bufferSize, "buffer size")
             bufferSize = request.bufferSize
@@ -164,6 +169,17 @@ final class CurlEasy {
         var pointer: UnsafeMutablePointer<CChar>?
         guard CShims_easy_getinfo_string(handle, CURLINFO_REDIRECT_URL, &pointer) == CURLE_OK, let pointer else { return nil }
         return String(cString: pointer)
+    }
+
+    /// Body bytes of the current response as they came over the wire, before any decoding
+    /// (CURLINFO_SIZE_DOWNLOAD_T: libcurl's count of the body, chunked framing left out).
+    /// libcurl counts a read before it decodes it, except in a chunked body, where it counts
+    /// the read after its decoded bytes were handed over: inside the write callback the
+    /// figure may lag by one read, and it is exact once the exchange ends.
+    var bytesOnWire: UInt64 {
+        var value: curl_off_t = 0
+        guard CShims_easy_getinfo_off(handle, CURLINFO_SIZE_DOWNLOAD_T, &value) == CURLE_OK, value > 0 else { return 0 }
+        return UInt64(value)
     }
 
     /// The system's errno of the last connection attempt (CURLINFO_OS_ERRNO), 0 when none.

@@ -1,0 +1,33 @@
+internal import CCurl
+
+/// The content codings `encoding: decode` offers (SPEC §7 "Encoded bodies"): gzip, deflate,
+/// br and zstd, as far as the libcurl prefetch runs with was built with them
+/// (`curl_version_info`: libz for gzip and deflate, brotli, zstd). Debian 12's libcurl
+/// 7.88.1 has all four. The list is sent as `Accept-Encoding` (CURLOPT_ACCEPT_ENCODING),
+/// which is also what makes libcurl decode a response.
+enum ContentCodings {
+    /// The codings offered, in the order sent.
+    static let offered: [String] = {
+        // `features` is in every version of the struct: the first is enough.
+        guard let info = curl_version_info(CURLVERSION_FIRST) else { return [] }
+        let features = Int64(info.pointee.features)
+        var codings: [String] = []
+        if features & Int64(CURL_VERSION_LIBZ) != 0 { codings += ["gzip", "deflate"] }
+        if features & Int64(CURL_VERSION_BROTLI) != 0 { codings.append("br") }
+        if features & Int64(CURL_VERSION_ZSTD) != 0 { codings.append("zstd") }
+        return codings
+    }()
+
+    /// The `Accept-Encoding` value of a `decode` request.
+    static var acceptEncoding: String { offered.joined(separator: ", ") }
+
+    /// The codings a Content-Encoding field applies, in order (RFC 9110 §8.4: a list),
+    /// lowercased; `x-gzip` is gzip (RFC 9110 §18.6), `identity` applies none.
+    static func names(in field: String) -> [String] {
+        field.split(separator: ",").compactMap { token in
+            let name = String(token).trimmingSpaces().lowercased()
+            if name.isEmpty || name == "identity" { return nil }
+            return name == "x-gzip" ? "gzip" : name
+        }
+    }
+}
