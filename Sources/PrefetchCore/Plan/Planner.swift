@@ -158,7 +158,8 @@ public enum Planner {
             } else if let block = blocked.first(where: { !$0.ok }) {
                 item.status = .waiting
                 item.reason = block.reason
-            } else if let budgetBlock = meteredBudgetBlock(feed, remaining: item.remaining, input: input, clock: timing.clock) {
+            } else if let budgetBlock = meteredBudgetBlock(feed, remaining: resource.encoding == .decode ? nil : item.remaining, input: input,
+                                                           clock: timing.clock) {  // decode: the bytes on the wire are not known (§7)
                 item.status = .waiting
                 item.reason = budgetBlock
             } else {

@@ -23,12 +23,17 @@ struct OriginResource: Sendable {
     /// Sent with 200, 206 and 304 answers when set (`max-age=86400`, `no-cache`): what a
     /// shared cache in front of the origin may keep, and for how long.
     var cacheControl: String?
+    /// `Content-Encoding` of 200 and 206 answers when set: `body` is then the encoded bytes as
+    /// sent (Apache's `AddEncoding gzip .gz`, an S3 object with that metadata). Ranges refer
+    /// to them, as on such servers.
+    var contentEncoding: String?
 
-    init(_ body: [UInt8], etag: String? = nil, lastModified: String? = nil, cacheControl: String? = nil) {
+    init(_ body: [UInt8], etag: String? = nil, lastModified: String? = nil, cacheControl: String? = nil, contentEncoding: String? = nil) {
         self.body = body
         self.etag = etag
         self.lastModified = lastModified
         self.cacheControl = cacheControl
+        self.contentEncoding = contentEncoding
     }
 
     init(text: String, etag: String? = nil, lastModified: String? = nil) {
@@ -61,6 +66,8 @@ enum OriginFault: Sendable {
     case delay(seconds: Double)
     /// Serve this response with W/ on the ETag (so If-Range never matches it).
     case weakETag
+    /// Label this 200/206 answer `Content-Encoding: VALUE` (nil: none), whatever the resource says.
+    case contentEncoding(String?)
 }
 
 /// A request as the origin received it.
@@ -606,6 +613,9 @@ private final class OriginConnection {
         default:
             headers.append(("Content-Length", String(body.count)))
         }
+        var coding = resource.contentEncoding
+        if case .contentEncoding(let value) = fault { coding = value }
+        if let coding { headers.append(("Content-Encoding", coding)) }
         headers += validators
         headers.append(("Accept-Ranges", "bytes"))
         if let selected { headers.append(("Content-Range", "bytes \(selected.lowerBound)-\(selected.upperBound)/\(total)")) }
