@@ -49,6 +49,19 @@ import TestSupport
         (try? String(contentsOfFile: file, encoding: .utf8)).flatMap { NodeExporter.value($0, sample) }
     }
 
+    /// docs/manifests.md's `.tar.gz` example is a valid manifest, with the effect it says.
+    @Test func theManualsExampleIsValid() throws {
+        let manual = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../docs/manifests.md").standardized
+        let yaml = try ReadmeExampleTests.block(after: "### `keep`", in: try String(contentsOf: manual, encoding: .utf8))
+        let (feed, diagnostics) = FeedDecoder(config: Config()).decode(Array(yaml.utf8), file: "releases.yaml")
+        #expect(diagnostics.isEmpty, "\(diagnostics.map(\.headline))")
+        #expect(try #require(feed).resources.map(\.encoding) == [.keep, .refuse])
+        let dir = try TemporaryFolder()
+        try dir.write("feeds/releases.yaml", yaml)
+        let result = try BinaryRunner.run(["validate", "--feeds", "feeds", "--config", "/dev/null"], in: dir.url)
+        #expect(result.status == 0, "\(result.diagnostics)")
+    }
+
     /// The default refuses it with an error naming the encoding and the key: one attempt,
     /// not retried in the run (as a sha256 mismatch), nothing placed.
     @Test func aTarGzLabelledGzipIsRefusedByDefaultNamingTheKey() throws {
@@ -247,6 +260,22 @@ import TestSupport
         let refused = try s.runJSON()
         #expect(refused.status == 1 && (refused.events("failed", "r.tar.gz").first?["error"] as? String)?.contains("encoding: keep") == true)
         #expect(s.digest("t/r.tar.gz") == Self.sha(Self.tar))
+    }
+
+    /// "The rule that keeps a 200 carrying the copy's own strong ETag as a 304 comes first":
+    /// a site cache answering a revalidation with its whole entry, labelled gzip, keeps the
+    /// copy (its body unread) instead of failing the resource under `refuse`.
+    @Test func aResentCopyLabelledGzipIsStillTheCopy() throws {
+        let s = try FaultHarness()
+        let body = FaultTests.bytes(5000, seed: 1902)
+        s.origin.serve("/a.bin", OriginResource(body, etag: "\"a1\""))
+        try s.feed("refresh: 0s\nresources:\n  - url: ORIGIN/a.bin\n")
+        #expect(try s.runJSON().status == 0)
+        s.origin.inject("/a.bin", [.status(200, body: String(repeating: "x", count: 300), headers: [("ETag", "\"a1\""), ("Content-Encoding", "gzip")])])
+        let result = try s.runJSON()
+        #expect(result.status == 0 && !result.events("fresh", "a.bin").isEmpty, "\(result.diagnostics)")
+        #expect(s.digest("t/a.bin") == Self.sha(body))
+        #expect(s.origin.requests(to: "/a.bin").last?.header("if-none-match") == "\"a1\"")
     }
 
     /// The metered budget counts the bytes on the wire: a decoded file larger than the
