@@ -151,7 +151,7 @@ import Testing
     /// A decompression bomb is cut off as it is decoded: nothing past the cap is taken.
     @Test func aDecodedBodyIsHeldToTheCapAsItArrives() {
         var machine = TransferStateMachine(url: Self.url, size: nil, maxSize: 64 << 10, globalCap: 1 << 40, sha256: nil, encoding: .decode,
-                                           cachedValidators: nil, partial: nil)
+                                           offered: Self.offered, cachedValidators: nil, partial: nil)
         _ = machine.request()
         for line in ["HTTP/1.1 200 OK", "Content-Encoding: gzip", "Content-Length: 4000", ""] { machine.take(line) }
         #expect(machine.decodesBody)
@@ -171,7 +171,7 @@ import Testing
     @Test func aDecodedBodyIsNotHeldForARecord() {
         for mode in EncodingMode.allCases {
             var machine = TransferStateMachine(url: Self.url, size: nil, maxSize: nil, globalCap: 1 << 40, sha256: nil, encoding: mode,
-                                               cachedValidators: nil, partial: nil)
+                                               offered: Self.offered, cachedValidators: nil, partial: nil)
             _ = machine.request()
             for line in ["HTTP/1.1 200 OK", "Content-Encoding: gzip", ""] { machine.take(line) }
             _ = machine.bodyBegins()

@@ -140,4 +140,9 @@ extension Resource {
         (identity.isEmpty ? url.identityHash : identity) + ":" + (sha256 ?? "") + ":" + (size.map(String.init) ?? "")
             + (encoding == .refuse ? "" : ":" + encoding.rawValue)
     }
+
+    /// The bytes its transfer moves over the wire, when known before it starts: `size`,
+    /// except with `decode`, whose `size` counts the decoded bytes; what comes over the wire
+    /// (what the metered budget counts, SPEC §7) is known only as it arrives.
+    var sizeOnWire: UInt64? { encoding == .decode ? nil : size }
 }

@@ -1,20 +1,16 @@
-internal import CCurl
-
 /// The content codings `encoding: decode` offers (SPEC §7 "Encoded bodies"): gzip, deflate,
 /// br and zstd, as far as the libcurl prefetch runs with was built with them
-/// (`curl_version_info`: libz for gzip and deflate, brotli, zstd). Debian 12's libcurl
+/// (`CurlGlobal.features`: libz for gzip and deflate, brotli, zstd). Debian 12's libcurl
 /// 7.88.1 has all four. The list is sent as `Accept-Encoding` (CURLOPT_ACCEPT_ENCODING),
 /// which is also what makes libcurl decode a response.
 enum ContentCodings {
     /// The codings offered, in the order sent.
     static let offered: [String] = {
-        // `features` is in every version of the struct: the first is enough.
-        guard let info = curl_version_info(CURLVERSION_FIRST) else { return [] }
-        let features = Int64(info.pointee.features)
+        let features = CurlGlobal.features
         var codings: [String] = []
-        if features & Int64(CURL_VERSION_LIBZ) != 0 { codings += ["gzip", "deflate"] }
-        if features & Int64(CURL_VERSION_BROTLI) != 0 { codings.append("br") }
-        if features & Int64(CURL_VERSION_ZSTD) != 0 { codings.append("zstd") }
+        if features.libz { codings += ["gzip", "deflate"] }
+        if features.brotli { codings.append("br") }
+        if features.zstd { codings.append("zstd") }
         return codings
     }()
 

@@ -274,6 +274,15 @@ enum CurlGlobal {
         curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
     }()
 
+    /// The content decoders libcurl was built with (`curl_version_info`'s features), for
+    /// `encoding: decode` (`ContentCodings`).
+    static let features: (libz: Bool, brotli: Bool, zstd: Bool) = {
+        // `features` is in every version of the struct: the first is enough.
+        guard let info = curl_version_info(CURLVERSION_FIRST) else { return (false, false, false) }
+        let bits = Int64(info.pointee.features)
+        return (bits & Int64(CURL_VERSION_LIBZ) != 0, bits & Int64(CURL_VERSION_BROTLI) != 0, bits & Int64(CURL_VERSION_ZSTD) != 0)
+    }()
+
     /// libcurl result codes prefetch treats specially.
     static let ok: Int32 = 0
     static let writeError = Int32(CURLE_WRITE_ERROR.rawValue)

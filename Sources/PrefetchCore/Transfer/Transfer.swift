@@ -85,8 +85,8 @@ final class Transfer {
         self.partialName = partialName
         self.createFile = createFile
         machine = TransferStateMachine(url: job.resource.url, size: job.resource.size, maxSize: job.resource.maxSize, globalCap: globalCap,
-                                       sha256: job.resource.sha256, encoding: job.resource.encoding, cachedValidators: job.cachedValidators,
-                                       partial: job.partial)
+                                       sha256: job.resource.sha256, encoding: job.resource.encoding, offered: ContentCodings.offered,
+                                       cachedValidators: job.cachedValidators, partial: job.partial)
         let trusted = job.partial.flatMap { partial in
             PartialTrust.trustedLength(record: partial, urlHash: job.urlHash, file: existing.map { ($0.size, $0.inode) }, bootID: bootID)
         }

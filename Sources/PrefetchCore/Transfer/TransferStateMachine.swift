@@ -110,6 +110,8 @@ struct TransferStateMachine {
     private let sha256: String?
     /// The transfer's `encoding` mode (§7's resumable rule reads it).
     let encoding: EncodingMode
+    /// With `decode`, the content codings offered (`ContentCodings.offered`).
+    private let offered: [String]
     private let cachedValidators: Validators?
     /// The partial state.db recorded for this resource, if any.
     private let recordedPartial: PartialState?
@@ -160,9 +162,10 @@ struct TransferStateMachine {
     private(set) var hold: Hold?
 
     init(url: ResourceURL, size: UInt64?, maxSize: UInt64?, globalCap: UInt64, sha256: String?, encoding: EncodingMode = .refuse,
-         cachedValidators: Validators?, partial: PartialState?) {
+         offered: [String] = [], cachedValidators: Validators?, partial: PartialState?) {
         resourceURL = url
         self.encoding = encoding
+        self.offered = encoding == .decode ? offered : []
         self.url = url.text
         self.size = size
         self.sha256 = sha256
@@ -248,7 +251,7 @@ struct TransferStateMachine {
         asked = ResponseRules.Request(resumeFrom: requestedFrom, partialValidators: partialValidators,
                                       partialTotal: requestedFrom > 0 ? recordedPartial?.totalLength : nil,
                                       revalidating: revalidating, size: size, cap: cap, capName: capName, encoding: encoding,
-                                      offered: encoding == .decode ? ContentCodings.offered : [],
+                                      offered: offered,
                                       partialEncoding: requestedFrom > 0 ? partialResponse.contentEncoding : nil)
         return Request(url: url, sameOrigin: isSameOrigin(url), rangeFrom: requestedFrom, ifRange: requestedFrom > 0 ? ifRange : nil,
                        revalidating: revalidating)

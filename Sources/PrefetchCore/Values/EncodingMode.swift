@@ -19,10 +19,3 @@ public enum EncodingMode: String, Sendable, CaseIterable {
         return "encoding says what to do with an encoded body: keep stores it as sent, decode stores the decoded bytes"
     }
 }
-
-extension Resource {
-    /// The bytes its transfer moves over the wire, when known before it starts: `size`,
-    /// except with `decode`, whose `size` counts the decoded bytes; what comes over the wire
-    /// (what the metered budget counts, SPEC §7) is known only as it arrives.
-    var sizeOnWire: UInt64? { encoding == .decode ? nil : size }
-}
