@@ -134,6 +134,12 @@ enum ResumeRule {
         return acceptRanges.split(separator: ",").contains { String($0).trimmingSpaces().lowercased() == "none" }
     }
 
+    /// A resume the origin refused (a 200 to a `Range`), as the run's line says it (SPEC §7
+    /// "Run summary").
+    static func refusal(from offset: UInt64) -> String {
+        "the server refused the resume from \(ByteSize.format(offset)): HTTP 200, the whole file again"
+    }
+
     private static func nonEmpty(_ value: String?) -> String? {
         guard let value, !value.isEmpty else { return nil }
         return value
