@@ -24,7 +24,8 @@ enum MetricsWriter {
         let plan = Planner.plan(PlanInput(feeds: feeds, state: snapshot, cached: cached,
                                           conditions: settings.assumptions.snapshot(ConditionProbes(), config: settings.config,
                                                                                     cache: settings.config.cache),
-                                          now: now, machineID: settings.machineID))
+                                          now: now, machineID: settings.machineID,
+                                          partialFiles: CacheListing.partialFiles(snapshot, in: cache), bootID: settings.bootID))
         var lines: [Metrics.Feed] = []
         for (feed, feedPlan) in zip(feeds, plan.feeds) {
             var files = 0

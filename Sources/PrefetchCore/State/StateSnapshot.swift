@@ -137,6 +137,12 @@ public struct ResourceState: Sendable, Equatable {
     public var failureEntry: String?
     /// A partial download, if any.
     public var partial: PartialState?
+    /// The last 2xx response of the resource (nil: none recorded, "never fetched"): §6's
+    /// deadline rule judges by it whether a cut transfer could resume (`ResumeRule`).
+    public var lastResponse: ResponseFacts?
+    /// The length that response announced for the whole file (its Content-Length, or the
+    /// total of its Content-Range), when it did.
+    public var lastResponseLength: UInt64?
 
     public init(urlHash: String) {
         self.urlHash = urlHash
@@ -157,9 +163,16 @@ public struct PartialState: Sendable, Equatable {
     public var bootID: String?
     /// The partial file's inode: another file under its name is not this partial.
     public var inode: UInt64?
+    /// What else the response that began the partial said, for §7's resumable rule: its
+    /// `Date` (nil: none, or recorded before state.db version 3), `Accept-Ranges: none`,
+    /// its `Content-Encoding`.
+    public var date: String?
+    public var acceptRangesNone: Bool
+    public var contentEncoding: String?
 
     public init(urlHash: String, validators: Validators, totalLength: UInt64?, syncedOffset: UInt64, updatedAt: Instant,
-                bootID: String? = nil, inode: UInt64? = nil) {
+                bootID: String? = nil, inode: UInt64? = nil, date: String? = nil, acceptRangesNone: Bool = false,
+                contentEncoding: String? = nil) {
         self.urlHash = urlHash
         self.validators = validators
         self.totalLength = totalLength
@@ -167,5 +180,14 @@ public struct PartialState: Sendable, Equatable {
         self.updatedAt = updatedAt
         self.bootID = bootID
         self.inode = inode
+        self.date = date
+        self.acceptRangesNone = acceptRangesNone
+        self.contentEncoding = contentEncoding
+    }
+
+    /// The response that began the partial, as §7's rule reads it (`ResumeRule`).
+    public var response: ResponseFacts {
+        ResponseFacts(etag: validators.etag, lastModified: validators.lastModified, date: date, acceptRangesNone: acceptRangesNone,
+                      contentEncoding: contentEncoding)
     }
 }

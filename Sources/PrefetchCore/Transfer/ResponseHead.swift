@@ -4,7 +4,8 @@
 extension ResponseRules.Head {
     /// The header names read, lowercase, in `set`'s order.
     private static let wanted: [[UInt8]] =
-        ["content-length", "content-range", "etag", "last-modified", "location", "retry-after", "content-encoding"].map { Array($0.utf8) }
+        ["content-length", "content-range", "etag", "last-modified", "location", "retry-after", "content-encoding",
+         "date", "accept-ranges"].map { Array($0.utf8) }
 
     /// Takes one line of the head (with or without its CR LF).
     mutating func take(line bytes: UnsafeRawBufferPointer) {
@@ -47,7 +48,18 @@ extension ResponseRules.Head {
         case 3: lastModified = value
         case 4: location = value
         case 5: retryAfter = value
-        default: contentEncoding = value
+        case 6: contentEncoding = value
+        // What §7's resumable rule reads of a response (`ResumeRule`, `facts`).
+        case 7: date = value
+        default: acceptRanges = value
         }
+    }
+}
+
+extension ResponseRules.Head {
+    /// What §7's resumable rule reads of this response (recorded with the partial it begins).
+    var facts: ResponseFacts {
+        ResponseFacts(etag: etag, lastModified: lastModified, date: date, acceptRangesNone: ResumeRule.saysNone(acceptRanges),
+                      contentEncoding: ResumeRule.normalized(contentEncoding))
     }
 }
