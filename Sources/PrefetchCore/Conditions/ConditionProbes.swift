@@ -56,7 +56,7 @@ public struct ConditionProbes: Sendable {
     /// The snapshot now (one bounded reading); a network NetworkManager cannot judge follows
     /// the config's `metered_default`. What `assumptions` override is not probed at all.
     public func snapshot(config: Config, cache: String, assumptions: Assumptions = Assumptions()) -> ConditionSnapshot {
-        ConditionSnapshot(read(cache: cache, assumptions: assumptions), meteredDefault: config.meteredDefault)
+        ConditionSnapshot(self.read(cache: cache, assumptions: assumptions), meteredDefault: config.meteredDefault)
     }
 
     /// "2 s", "1.5 s".

@@ -11,7 +11,7 @@ final class NetworkWatch: @unchecked Sendable {
     private let probe: NetworkProbe
     private let timeout: Double
     private let publish: @Sendable (Probed<Bool>) -> Void
-    private let stopPipe: (read: Int32, write: Int32)
+    private let stopPipe = WakePipe()
     private let stopped = DispatchSemaphore(value: 0)
 
     static let settle = 0.1
@@ -25,16 +25,6 @@ final class NetworkWatch: @unchecked Sendable {
         self.probe = probe
         self.timeout = timeout
         self.publish = publish
-        var fds: [Int32] = [-1, -1]
-        if pipe(&fds) == 0 {
-            for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        }
-        stopPipe = (fds[0], fds[1])
-    }
-
-    deinit {
-        close(stopPipe.read)
-        close(stopPipe.write)
     }
 
     func start() {
@@ -49,28 +39,16 @@ final class NetworkWatch: @unchecked Sendable {
     /// Ends the thread (it is waiting on the bus or sleeping: it wakes at once), waiting
     /// for it at most `timeout`.
     func stop() {
-        var byte: UInt8 = 1
-        _ = write(stopPipe.write, &byte, 1)
+        stopPipe.raise()
         _ = stopped.wait(timeout: .now() + timeout)
     }
 
     private static func nanoseconds(_ seconds: Double) -> UInt64 { UInt64(seconds * 1e9) }
 
     /// Sleeps until `deadline` or a stop; true when stopped.
-    private func sleep(until deadline: UInt64) -> Bool {
-        var entry = pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0)
-        while true {
-            let now = Clock.monotonicNanoseconds()
-            if now >= deadline { return false }
-            let milliseconds = Int32(min((deadline - now + 999_999) / 1_000_000, 60_000))
-            if poll(&entry, 1, milliseconds) > 0 { return true }
-        }
-    }
+    private func sleep(until deadline: UInt64) -> Bool { stopPipe.sleep(until: deadline) }
 
-    private var isStopped: Bool {
-        var entry = pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0)
-        return poll(&entry, 1, 0) > 0
-    }
+    private var isStopped: Bool { stopPipe.isRaised }
 
     private func loop() {
         var backoff = Self.retry
@@ -133,7 +111,7 @@ final class NetworkWatch: @unchecked Sendable {
                 }
             }
             do {
-                let outcome = try connection.run(until: nextRead, wake: stopPipe.read) { message in
+                let outcome = try connection.run(until: nextRead, wake: stopPipe.readEnd) { message in
                     NetworkManagerClient.isChange(message)
                 }
                 switch outcome {
