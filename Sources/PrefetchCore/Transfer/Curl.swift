@@ -169,9 +169,15 @@ final class CurlEasy {
     /// to send it, after the connect and the TLS handshake; 0 before).
     var requestSent: Bool { microseconds(CURLINFO_PRETRANSFER_TIME_T) > 0 }
 
-    /// Whether the TCP connection was made (CURLINFO_CONNECT_TIME_T), and the TLS handshake
-    /// finished (CURLINFO_APPCONNECT_TIME_T), in the last request.
-    var connected: Bool { microseconds(CURLINFO_CONNECT_TIME_T) > 0 }
+    /// Whether the last request's TCP connection was made: it has a local port
+    /// (CURLINFO_LOCAL_PORT; libcurl 7.88 sets CURLINFO_CONNECT_TIME only once the TLS
+    /// handshake is done too).
+    var connected: Bool {
+        var port = 0
+        return CShims_easy_getinfo_long(handle, CURLINFO_LOCAL_PORT, &port) == CURLE_OK && port != 0
+    }
+
+    /// Whether the last request's TLS handshake finished (CURLINFO_APPCONNECT_TIME_T).
     var tlsEstablished: Bool { microseconds(CURLINFO_APPCONNECT_TIME_T) > 0 }
 
     private func microseconds(_ info: CURLINFO) -> Int64 {
