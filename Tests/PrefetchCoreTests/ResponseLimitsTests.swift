@@ -117,6 +117,20 @@ import Testing
         #expect(m.headComplete && m.head.status == 200 && m.head.contentLength == 3)
     }
 
+    /// A 206 is appended only up to its Content-Range's end: a chunk past it is refused
+    /// before it lands (the partial is dropped), as the end would judge it.
+    @Test func nothingPastARangesEndIsAppended() {
+        var m = T.machine(partial: T.partial(500, total: 1000))
+        #expect(m.resume(trusted: 500) == 500)
+        _ = m.request()
+        T.respond(&m, "HTTP/1.1 206 Partial Content", "Content-Range: bytes 500-599/1000", "ETag: \"v1\"")
+        let seen = T.receive(&m, 150)
+        #expect(seen.last == .refuse && m.offset <= 600, "\(seen), offset \(m.offset)")
+        let failure = Self.end(&m, cleanly: false).failure
+        #expect(failure?.discardPartial == true && failure?.kind == .transient && failure?.message.contains("more than the bytes to 600") == true,
+                "\(String(describing: failure))")
+    }
+
     /// libcurl's results that mean the response itself was refused.
     @Test(arguments: [(1, "not an HTTP response"), (8, "libcurl refused the head"), (27, "a header line over libcurl's 100 KiB"),
                       (7, nil), (18, nil), (28, nil), (56, nil), (0, nil)] as [(Int32, String?)])

@@ -415,12 +415,9 @@ extension ResponseRulesTableTests {
         }
         #expect(!o.stoppedAtHead, "\(label): a valid head was refused: \(String(describing: o.failure))")
 
-        // A 206: a range that cannot be, or whose Content-Length is not its length, is never
-        // appended to, and the partial restarts from zero.
+        // A 206: a range that cannot be is never appended to, and the partial restarts from zero.
         if status == 206 {
-            let rangeLength = 1000 - (resumed ? 400 : 0)
-            let lengthFits = length == .absent || [.exact, .exactTwice, .exactList, .leadingZeros].contains(length)
-            if !range.valid || !lengthFits {
+            if !range.valid {
                 #expect(!o.appended && !o.placed, "\(label): appended to an impossible range")
                 #expect(o.failure?.invalidResponse == true && o.failure?.discardPartial == true && o.failure?.kind == .transient,
                         "\(label): \(String(describing: o.failure))")
@@ -430,7 +427,7 @@ extension ResponseRulesTableTests {
                 #expect(!o.appended && o.failure?.discardPartial == true, "\(label): a range that does not continue the partial")
                 return
             }
-            if !cut, range != .unknownTotal { #expect(o.placed, "\(label): an honest 206 was not placed (range of \(rangeLength))") }
+            if !cut, range != .unknownTotal { #expect(o.placed, "\(label): an honest 206 was not placed") }
         }
         if status == 200 {
             #expect(!o.appended, "\(label): a 200 was appended")

@@ -125,14 +125,10 @@ enum ResponseRules {
                                    discard: false, head))
         }
         if head.status == 206 {
-            // SPEC §7: a range that cannot be (negative, reversed, past 2^63, past its total, or
-            // not the length the body has) is never appended to; the file restarts from zero.
+            // SPEC §7: a range that cannot be (negative, reversed, past 2^63, past its total) is
+            // never appended to; the file restarts from zero.
             guard let range = contentRange(head.contentRange) else {
                 return .refuse(invalid("Content-Range \(quoted(head.contentRange)) is not a valid range; restarting from zero", discard: true, head))
-            }
-            if let length = head.contentLength, length != range.end - range.start + 1 {
-                return .refuse(invalid("a Content-Length of \(length) for the \(range.end - range.start + 1) bytes of its Content-Range; restarting from zero",
-                                       discard: true, head))
             }
             // FAULTS 1: a 206 must continue the partial exactly where it ends.
             guard range.start == request.resumeFrom else {

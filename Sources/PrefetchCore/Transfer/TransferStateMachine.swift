@@ -143,6 +143,9 @@ struct TransferStateMachine {
     /// Validators of the response that produced the partial's bytes.
     private(set) var partialValidators = Validators()
     private(set) var expectedTotal: UInt64?
+    /// The last byte a 206 being appended may write (its Content-Range's end): nothing past
+    /// it reaches the partial.
+    private var appendEnd: UInt64?
     /// Whether state.db may hold a partial record for this resource (to clear at the end).
     private(set) var partialRecorded: Bool
     /// Whether state.db holds the record of the body being received (its validators, this
@@ -232,6 +235,7 @@ struct TransferStateMachine {
         state = .connecting
         head = ResponseRules.Head(status: 0)
         headComplete = false
+        appendEnd = nil
         let revalidating = requestedFrom == 0 && conditional ? cachedValidators : nil
         asked = ResponseRules.Request(resumeFrom: requestedFrom, partialValidators: partialValidators,
                                       partialTotal: requestedFrom > 0 ? recordedPartial?.totalLength : nil,
@@ -305,8 +309,9 @@ struct TransferStateMachine {
         case .cachedCopy(let validators):
             state = .resendingCachedCopy(validators)
             return .discard
-        case .append(let total, _):
+        case .append(let total, let rangeEnd):
             expectedTotal = total
+            appendEnd = rangeEnd
             restart = false
         case .restart(let total):
             restart = requestedFrom > 0 || offset > 0
@@ -346,6 +351,11 @@ struct TransferStateMachine {
         }
         if after > cap {
             state = .failed(TransferFailure(kind: .mismatch, message: "the body is longer than \(capName); cut off and discarded",
+                                            retryAfter: nil, discardPartial: true, httpStatus: head.status))
+            return .refuse
+        }
+        if let appendEnd, after > appendEnd + 1 {  // as the end would judge it (`ResponseRules.complete`), before the bytes land
+            state = .failed(TransferFailure(kind: .transient, message: "the 206 sent more than the bytes to \(appendEnd + 1) of its Content-Range",
                                             retryAfter: nil, discardPartial: true, httpStatus: head.status))
             return .refuse
         }
