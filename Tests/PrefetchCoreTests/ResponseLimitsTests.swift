@@ -107,6 +107,19 @@ import Testing
         #expect(!busy.originAnswered)
     }
 
+    /// A proxy's answer to CONNECT, should libcurl pass it on (prefetch asks it not to,
+    /// CURLOPT_SUPPRESS_CONNECT_HEADERS), is not the response: the origin's head that follows
+    /// is read whole. (Once a whole head made later lines count as trailers, an https://
+    /// resource through squid lost its ETag: SquidTests.anHTTPSResourceIsTunnelledNotCached.)
+    @Test func aTunnelsAnswerIsNotTheResponse() {
+        var m = T.machine()
+        _ = m.request()
+        T.respond(&m, "HTTP/1.1 200 Connection established")
+        T.respond(&m, "HTTP/1.1 404 Not Found", "ETag: \"e\"", "Content-Length: 9")
+        #expect(m.headComplete && m.head.status == 404 && m.head.etag == "\"e\"" && m.head.contentLength == 9)
+        #expect(Self.end(&m, cleanly: true).failure?.message == "HTTP 404")
+    }
+
     /// An interim head (100 Continue) does not complete the head; the final one does.
     @Test func anInterimHeadIsNotTheResponse() {
         var m = T.machine()

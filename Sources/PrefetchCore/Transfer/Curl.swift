@@ -87,6 +87,8 @@ final class CurlEasy {
             try set(CURLOPT_PROTOCOLS_STR, "http,https", "protocols")
             try set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https", "redirect protocols")
             try set(CURLOPT_FOLLOWLOCATION, 0, "follow location")  // redirects are followed by hand (headers, loops)
+            // A proxy's `200 Connection established` (an https:// tunnel) is not the response.
+            try set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1, "suppress CONNECT headers")
             try set(CURLOPT_NOSIGNAL, 1, "no signal")
             // No CURLOPT_LOW_SPEED_*: it counts from the request's start, head and all; the
             // engine times the head (response_timeout) and the body (stall_timeout) itself.

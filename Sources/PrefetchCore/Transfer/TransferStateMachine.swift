@@ -257,8 +257,13 @@ struct TransferStateMachine {
     /// final head, a redirect to a Location over 8 KiB); the failure is kept for the end.
     @discardableResult
     mutating func headerLine(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard !headComplete else { return true }  // a chunked body's trailers: not the head
-        guard state == .connecting else { return false }
+        guard state == .connecting else { return headComplete }  // after the head: a chunked body's trailers
+        if headComplete {
+            // Before any body, only another response can follow a whole head (a proxy's CONNECT
+            // answer, should libcurl pass it on): a status line starts it; nothing else counts.
+            guard bytes.starts(with: "HTTP/".utf8) else { return true }
+            headComplete = false
+        }
         let ended = head.take(line: bytes)
         return headLineJudged(ended: ended)
     }
