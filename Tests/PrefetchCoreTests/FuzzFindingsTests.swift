@@ -1,0 +1,48 @@
+import Foundation
+import Testing
+@testable import PrefetchCore
+
+/// What the fuzz targets found (scripts/fuzz; docs/RELIABILITY.md, "Fuzzing"), each input
+/// as the fuzzer reduced it, with the right answer. A new finding is a new row.
+@Suite struct FuzzFindingsTests {
+    // MARK: Diagnostics name a place inside the input, and quote the line they name
+
+    enum Loader: Sendable { case manifest, config }
+
+    struct Place: CustomTestStringConvertible, Sendable {
+        let loader: Loader
+        let bytes: [UInt8]
+        /// The first diagnostic as `validate` prints it: headline, quoted line, caret.
+        let rendered: String
+        let finding: String
+        var testDescription: String { finding }
+    }
+
+    static let places: [Place] = [
+        Place(loader: .config, bytes: Array("[".utf8),
+              rendered: "c.yaml:1:2: error: did not find expected node content (while parsing a flow node)\n[\n ^\n",
+              finding: "fuzz-config: a file ending without a line break had its error on the line after the last (2:1)"),
+        Place(loader: .config, bytes: Array("verify_ev1e30: \u{85}1s?".utf8),
+              rendered: "c.yaml:2:4: error: could not find expected ':' (while scanning a simple key)\n1s?\n   ^\n",
+              finding: "fuzz-config: after a NEL line break, the end of the file was put on a third line of two"),
+        Place(loader: .manifest, bytes: Array("tI\r\r".utf8),
+              rendered: "t.yaml:1:1: error: a feed must be a mapping of keys to values, found a string\ntI\n^\n",
+              finding: "fuzz-manifest: a lone CR was quoted as part of the line (the terminal returns to column 1)"),
+        Place(loader: .manifest, bytes: Array("name: a\rresources: 5\r".utf8),
+              rendered: "t.yaml:2:12: error: resources must be a list, found a number\nresources: 5\n           ^\n",
+              finding: "a file with CR line ends: libyaml's line 2 was not found to quote"),
+        Place(loader: .manifest, bytes: Array("resources:\n  - url: https://e.com/a\u{2028}    path: 5/\n".utf8),
+              rendered: "t.yaml:3:13: error: a path cannot end with '/'\n    path: 5/\n            ^\n",
+              finding: "a line separator (U+2028) breaks the line for libyaml, so for the quote too"),
+    ]
+
+    @Test(arguments: places)
+    func diagnosticsQuoteTheLineTheyName(_ c: Place) throws {
+        let file = c.loader == .manifest ? "t.yaml" : "c.yaml"
+        let diagnostics = c.loader == .manifest
+            ? FeedDecoder(config: Config()).decode(c.bytes, file: file).diagnostics
+            : ConfigLoader.decode(c.bytes, file: file).1
+        let first = try #require(diagnostics.first)
+        #expect(DiagnosticRenderer(sources: [file: SourceText(bytes: c.bytes)]).render(first) == c.rendered)
+    }
+}
