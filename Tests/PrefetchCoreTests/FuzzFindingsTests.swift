@@ -45,4 +45,54 @@ import Testing
         let first = try #require(diagnostics.first)
         #expect(DiagnosticRenderer(sources: [file: SourceText(bytes: c.bytes)]).render(first) == c.rendered)
     }
+
+    // MARK: Response heads
+
+    struct HeadCase: CustomTestStringConvertible, Sendable {
+        let lines: [String]
+        let expected: ResponseRules.Head
+        let finding: String
+        var testDescription: String { finding }
+    }
+
+    static let heads: [HeadCase] = [
+        HeadCase(lines: ["HTTP/1.1 200 OK\r\n", "Content\rLength: 5\r\n"], expected: ResponseRules.Head(status: 200),
+                 finding: "fuzz-response: a CR inside a header name was folded to '-' (Content\\rLength read as Content-Length)"),
+        HeadCase(lines: ["HTTP/1.1 200 OK\r\n", "content\rencoding:\r\n"], expected: ResponseRules.Head(status: 200),
+                 finding: "fuzz-response: content\\rencoding read as Content-Encoding"),
+        HeadCase(lines: ["HTTP/1.1 206 Partial Content\r\n", "Content\rRange: bytes 0-4/5\r\n"], expected: ResponseRules.Head(status: 206),
+                 finding: "content\\rrange read as Content-Range"),
+        HeadCase(lines: ["HTTP/1.1 200 OK\r\n", "CONTENT-LENGTH: 5\r\n", "etag:\t\"x\" \r\n", "X-Other: 1\r\n"],
+                 expected: ResponseRules.Head(status: 200, etag: "\"x\"", contentLength: 5),
+                 finding: "names in any case, blanks around the value dropped (the rule the fix keeps)"),
+    ]
+
+    @Test(arguments: heads)
+    func headerNamesMatchExactly(_ c: HeadCase) {
+        var head = ResponseRules.Head(status: 0)
+        for line in c.lines {
+            Array(line.utf8).withUnsafeBytes { head.take(line: $0) }
+        }
+        #expect(head == c.expected)
+    }
+
+    // MARK: HTTP numbers are digits (RFC 9110: 1*DIGIT)
+
+    @Test func httpNumbersHaveNoSign() {
+        let now = Date(timeIntervalSince1970: 1_780_000_000)
+        // fuzz-response: Retry-After "+20" was read as 20 seconds.
+        #expect(ResponseRules.retryAfter("+20", now: now) == nil)
+        #expect(ResponseRules.retryAfter(" 20 ", now: now) == 20)
+        #expect(ResponseRules.retryAfter("18446744073709551615", now: now) == Int64.max)
+        // The same rule for Content-Range and Content-Length, which fuzz-response checks against.
+        #expect(ResponseRules.contentRange("bytes +0-4/5") == nil)
+        #expect(ResponseRules.contentRange("bytes 0-+4/5") == nil)
+        #expect(ResponseRules.contentRange("bytes 0-4/+5") == nil)
+        #expect(ResponseRules.contentRange("bytes 0-4/5").map { [$0.start, $0.end, $0.total] } == [0, 4, 5])
+        var head = ResponseRules.Head(status: 200)
+        Array("Content-Length: +5\r\n".utf8).withUnsafeBytes { head.take(line: $0) }
+        #expect(head.contentLength == nil)
+        Array("Content-Length: 5\r\n".utf8).withUnsafeBytes { head.take(line: $0) }
+        #expect(head.contentLength == 5)
+    }
 }
