@@ -76,6 +76,34 @@ import Testing
         #expect(head == c.expected)
     }
 
+    // MARK: Value errors point at a character of the value
+
+    @Test(arguments: [
+        ("a" + String(repeating: "\u{e9}", count: 40), 32, "fuzz-values: the 64-byte limit's offset was a byte count (64) past the 41 characters"),
+        ("ae\u{301}b", 1, "a combining mark's byte offset (2) named the character after it"),
+        ("caf\u{e9}", 3, "ASCII before the bad character: bytes and characters agree"),
+    ])
+    func feedNameOffsetsCountCharacters(_ name: String, _ offset: Int, _ finding: String) throws {
+        let problem = try #require(FeedName.problem(name))
+        #expect(problem.offset == offset, "\(finding)")
+        #expect(problem.offset <= name.count)
+    }
+
+    // MARK: Paths stay inside the feed's folder
+
+    @Test(arguments: [
+        ("../\u{301}x", 0, "'..'", "fuzz-values (its cousin a\u{6dd}/): split by Character, '/' + a combining mark is no '/', so '..' went through: CACHE/<feed>/../\u{301}x is outside the feed"),
+        ("a/\u{6dd}/../b", 3, "'..'", "a prepended mark (U+06DD) took the next '/' into its character and hid the '..' after it"),
+        ("a\u{6dd}/", 2, "cannot end with '/'", "fuzz-values: a trailing '/' after a prepended mark"),
+        ("/\u{301}etc", 0, "not absolute", "a leading '/' with a combining mark on it"),
+        (".prefetch\u{301}x", 0, "'.prefetch'", "prefetch's own names, with a combining mark on the 'h'"),
+    ])
+    func pathsAreCheckedOnBytes(_ path: String, _ offset: Int, _ phrase: String, _ finding: String) throws {
+        let problem = try #require(RelativePath.problem(path), "\(finding)")
+        #expect(problem.message.contains(phrase), "\(finding): \(problem.message)")
+        #expect(problem.offset == offset, "\(finding)")
+    }
+
     // MARK: HTTP numbers are digits (RFC 9110: 1*DIGIT)
 
     @Test func httpNumbersHaveNoSign() {
