@@ -104,6 +104,20 @@ import Testing
         #expect(problem.offset == offset, "\(finding)")
     }
 
+    // MARK: Every schedule accepted fires, however far away its next day is
+
+    @Test(arguments: [
+        ("0 0 */31 2 3", 1_675_209_600, 2_022_364_800,
+         "fuzz-cron: February 1st that is a Wednesday (a day field begins with '*': both must match), 2023 then 2034, past the 9-year search"),
+        ("0 0 29 2 */7", 3_728_851_200, 4_991_068_800, "February 29th that is a Sunday: 2088, then 2128 (2100 has no leap day)"),
+    ] as [(String, Int64, Int64, String)])
+    func rareSchedulesFindTheirNextRelease(_ expression: String, _ release: Int64, _ following: Int64, _ finding: String) throws {
+        let schedule = CronSchedule(try CronExpression.parse(expression), clock: ZoneClock(TimeZone(identifier: "UTC")!))
+        #expect(schedule.next(after: release) == following, "\(finding)")
+        #expect(schedule.previous(atOrBefore: following - 1) == release, "\(finding)")
+        #expect(schedule.next(after: release - 1) == release, "\(finding)")
+    }
+
     // MARK: HTTP numbers are digits (RFC 9110: 1*DIGIT)
 
     @Test func httpNumbersHaveNoSign() {
