@@ -104,6 +104,19 @@ import Testing
         #expect(problem.offset == offset, "\(finding)")
     }
 
+    // MARK: A URL's last segment is what follows its last '/' byte
+
+    @Test func theLastSegmentFollowsTheLastSlashByte() throws {
+        // fuzz-values: "/\u{301}" is no Character "/", so the segment began at an earlier '/'.
+        #expect(try ResourceURL.parse("https://e.com/a/\u{301}").lastSegment() == "\u{301}")
+        #expect(try ResourceURL.parse("https://e.com/a/b\u{301}").lastSegment() == "b\u{301}")
+        #expect(try ResourceURL.parse("https://e.com/a/\u{301}/").lastSegment() == nil)
+        // Its decoded '/' is found as a byte too: the default path would be a folder and a file.
+        let (feed, diagnostics) = FeedDecoder(config: Config()).decode(Array("resources:\n  - url: https://e.com/a%2F\u{301}\n".utf8), file: "t.yaml")
+        #expect(feed == nil)
+        #expect(diagnostics.map(\.headline) == ["t.yaml:2:10: error: the URL's last segment 'a/\u{301}' holds an encoded '/'; add a 'path'"])
+    }
+
     // MARK: Every schedule accepted fires, however far away its next day is
 
     @Test(arguments: [
