@@ -158,7 +158,15 @@ func url(_ text: String) {
         require(url.scheme == "http" || url.scheme == "https", "URL \(text.debugDescription) has scheme \(url.scheme)")
         require((1...65535).contains(url.port), "URL \(text.debugDescription) has port \(url.port)")
         require(!url.host.isEmpty, "URL \(text.debugDescription) has no host")
-        require(url.path.hasPrefix("/"), "URL \(text.debugDescription) has path \(url.path.debugDescription)")
+        require(url.path.utf8.first == UInt8(ascii: "/"), "URL \(text.debugDescription) has path \(url.path.debugDescription)")
+        // The default cache path: what follows the path's last '/' byte, never a '/' of the path.
+        if let segment = try? url.lastSegment() {
+            let raw = url.path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).last.map { Array($0) } ?? []
+            require(!raw.isEmpty && segment.utf8.count <= raw.count, "URL \(text.debugDescription) has the last segment \(segment.debugDescription)")
+            require(!raw.contains(UInt8(ascii: "%")) ? Array(segment.utf8) == raw : true, "URL \(text.debugDescription) has the last segment \(segment.debugDescription)")
+        } else {
+            require(url.path.utf8.last == UInt8(ascii: "/") || url.path.contains("%"), "URL \(text.debugDescription) without a last segment")
+        }
         require(url.text == text, "URL \(text.debugDescription) kept as \(url.text.debugDescription)")
         for byte in text.utf8 { require(byte > 0x20 && byte != 0x7F, "URL \(text.debugDescription) with a control byte or space accepted") }
         // A query is never shown (signed URLs carry tokens there); a '?' in the fragment is no query.
