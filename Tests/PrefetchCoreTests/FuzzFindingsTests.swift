@@ -34,7 +34,24 @@ import Testing
         Place(loader: .manifest, bytes: Array("resources:\n  - url: https://e.com/a\u{2028}    path: 5/\n".utf8),
               rendered: "t.yaml:3:13: error: a path cannot end with '/'\n    path: 5/\n            ^\n",
               finding: "a line separator (U+2028) breaks the line for libyaml, so for the quote too"),
+        Place(loader: .manifest, bytes: Array("conditions: { metered_budget: 300\n\rKiB/day }\nresources: []\n".utf8),
+              rendered: "t.yaml:1:31: error: unknown size unit '\\nKiB'; use B, KiB, MiB, GiB, TiB, PiB or kB, MB, GB, TB, PB\n"
+                  + "conditions: { metered_budget: 300\n" + String(repeating: " ", count: 30) + "^\n",
+              finding: "fuzz-manifest: a plain scalar folds a blank line into '\\n', and the message quoting it was two lines"),
+        Place(loader: .manifest, bytes: Array("timezone: \"Europe/\\e[2JBerlin\"\nresources: []\n".utf8),
+              rendered: "t.yaml:1:11: error: unknown time zone 'Europe/\\u{1B}[2JBerlin'; use an IANA name such as Europe/Berlin\n"
+                  + "timezone: \"Europe/\\e[2JBerlin\"\n          ^\n",
+              finding: "an escape sequence (\\e in a quoted value) was printed to the terminal inside the message"),
     ]
+
+    /// A control character of a quoted line is shown as U+FFFD, one for one, so the caret
+    /// stays under its column (libyaml refuses such a file; its error quotes the line).
+    @Test func quotedLinesShowNoControlCharacters() {
+        let source = SourceText(bytes: Array("resources: 5 # \u{1B}[31m\n".utf8))
+        let diagnostic = Diagnostic(.error, file: "t.yaml", at: SourceLocation(line: 1, column: 16), "control characters are not allowed")
+        #expect(DiagnosticRenderer(sources: ["t.yaml": source]).render(diagnostic)
+                == "t.yaml:1:16: error: control characters are not allowed\nresources: 5 # \u{FFFD}[31m\n" + String(repeating: " ", count: 15) + "^\n")
+    }
 
     @Test(arguments: places)
     func diagnosticsQuoteTheLineTheyName(_ c: Place) throws {

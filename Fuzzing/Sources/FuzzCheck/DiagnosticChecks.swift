@@ -46,7 +46,11 @@ public func checkDiagnostics(_ diagnostics: [Diagnostic], file: String, bytes: [
                         "diagnostic at column \(at.column) of a line of \(lengths[at.line - 1]) characters: \(diagnostic.headline)")
             }
         }
+        require(!diagnostic.headline.unicodeScalars.contains { $0.value < 0x20 && $0 != "\t" },
+                "a headline with a line break or control character: \(diagnostic.headline.debugDescription)")
         let text = renderer.render(diagnostic)
+        require(!text.unicodeScalars.contains { ($0.value < 0x20 && $0 != "\t" && $0 != "\n") || $0.value == 0x7F },
+                "a rendered diagnostic with a control character: \(text.debugDescription)")
         require(text.hasPrefix(diagnostic.headline + "\n"), "rendered diagnostic does not start with its headline: \(text.debugDescription)")
         require(text.hasSuffix("\n"), "rendered diagnostic does not end with a line break: \(text.debugDescription)")
         // Split on LF bytes: in a String "\r\n" is one Character, not a "\n".

@@ -25,10 +25,33 @@ public struct Diagnostic: Sendable, Hashable, Error {
 
     /// `file:line:column: error: message`, without the source excerpt.
     public var headline: String {
+        let message = Self.oneLine(self.message)
         if let location {
             return "\(file):\(location.line):\(location.column): \(severity.rawValue): \(message)"
         }
         return "\(file): \(severity.rawValue): \(message)"
+    }
+
+    /// `text` with its line breaks and control characters escaped (`\n`, `\u{1B}`): a message
+    /// quotes the manifest's values, and one of several lines would be a diagnostic of its own
+    /// to whoever reads the output line by line (a plain scalar folds a blank line into "\n").
+    static func oneLine(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case _ where isControl(scalar): out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    /// C0 and C1 controls, DEL, and the line and paragraph separators; not a tab.
+    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        (scalar.value < 0x20 && scalar != "\t") || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029
     }
 }
 
@@ -47,7 +70,12 @@ public struct DiagnosticRenderer: Sendable {
         var out = diagnostic.headline + "\n"
         guard let location = diagnostic.location,
               let line = sources[diagnostic.file]?.line(location.line) else { return out }
-        out += line + "\n"
+        // A control character of the line (an escape sequence to the terminal) is shown as
+        // U+FFFD, one character for one, so the caret stays under its column.
+        let shown = line.unicodeScalars.contains(where: Diagnostic.isControl)
+            ? String(String.UnicodeScalarView(line.unicodeScalars.map { Diagnostic.isControl($0) ? "\u{FFFD}" : $0 }))
+            : line
+        out += shown + "\n"
         // Keep tabs as tabs so the caret lines up in any tab width.
         var pad = ""
         for (index, character) in line.enumerated() where index < location.column - 1 {
