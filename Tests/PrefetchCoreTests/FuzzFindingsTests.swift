@@ -134,6 +134,15 @@ import Testing
         #expect(diagnostics.map(\.headline) == ["t.yaml:2:10: error: the URL's last segment 'a/\u{301}' holds an encoded '/'; add a 'path'"])
     }
 
+    // MARK: A query is never shown
+
+    @Test func theQueryIsElidedAfterAnyQuestionMark() throws {
+        // fuzz-values: "?\u{317}" is no Character "?", so the whole URL, token and all, was shown.
+        #expect(try ResourceURL.parse("https://e.com/a?\u{317}token=SECRET").redacted == "https://e.com/a?…")
+        #expect(try ResourceURL.parse("https://e.com/a\u{317}?token=SECRET").redacted == "https://e.com/a\u{317}?…")
+        #expect(try ResourceURL.parse("https://e.com/a#?x").redacted == "https://e.com/a#?x")  // a fragment, no query
+    }
+
     // MARK: Every schedule accepted fires, however far away its next day is
 
     @Test(arguments: [

@@ -15,8 +15,10 @@ public struct ResourceURL: Sendable, Hashable, CustomStringConvertible {
 
     /// The URL as shown to people: query values elided (`?…`), since signed URLs carry tokens there.
     public var redacted: String {
-        guard query != nil, let mark = text.firstIndex(of: "?") else { return text }
-        return String(text[..<mark]) + "?…"
+        // The '?' byte, as the parser found it: "?\u{317}" is no Character "?", and the
+        // query after it would be shown whole, token and all.
+        guard query != nil, let mark = text.utf8.firstIndex(of: UInt8(ascii: "?")) else { return text }
+        return String(decoding: text.utf8[..<mark], as: UTF8.self) + "?…"
     }
 
     public var description: String { redacted }
