@@ -361,7 +361,8 @@ enum ResponseRules {
     /// A number as HTTP writes one, `1*DIGIT` (RFC 9110 §8.6, §10.2.3, §14.4): no sign, no
     /// blanks (`UInt64("+5")` is 5; an origin's "+5" is no number).
     static func digits<S: StringProtocol>(_ text: S) -> UInt64? {
-        decimal(text.utf8)
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return UInt64(text)
     }
 
     /// Retry-After as delta-seconds or an HTTP-date (RFC 9110 §10.2.3), in seconds from `now`.
