@@ -149,7 +149,8 @@ struct RunPass {
             }
             for removal in removals { if let key = removal.key { recordState { try state.deleteResource(key) } } }
             IndexWriter.withdraw(removals, feeds: feeds, cache: cache, now: clock(), console: console)
-            changed.formUnion(removals.compactMap { $0.key?.feed })
+            // Every feed that lost a file, listed or not (a prune's removal names no resource).
+            changed.formUnion(removals.compactMap(\.feed))
             if !removals.isEmpty { planAfter = nil }  // files went: plan again
             let gone = FeedRemoval.apply(listed: allFeeds, cache: cache, state: state, now: clock(), grace: settings.config.removedFeedGrace,
                                          dryRun: false)
