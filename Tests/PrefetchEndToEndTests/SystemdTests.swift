@@ -169,7 +169,7 @@ import PrefetchCore
         let lines = Self.lines(both.out)
         #expect(lines.contains { $0.hasPrefix("<6>placed  t/a.bin  ") }, "\(both.out)")
         #expect(lines.contains { $0.hasPrefix("<3>failed  t/gone.bin  HTTP 404") }, "\(both.out)")
-        #expect(lines.contains { $0.hasPrefix("<6>run: 1 placed, 0 fresh (304), 1 failed, 0 paused") }, "\(both.out)")
+        #expect(lines.contains { $0.hasPrefix("<6>run: 1 placed, 0 fresh (304), 1 failed, 0 held, 0 pruned, 0 paused") }, "\(both.out)")
         #expect(lines.allSatisfy { $0.hasPrefix("<3>") || $0.hasPrefix("<4>") || $0.hasPrefix("<6>") }, "\(both.out)")
 
         // Only the descriptor JOURNAL_STREAM names: stderr here, not stdout.

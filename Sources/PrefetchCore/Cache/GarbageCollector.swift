@@ -138,6 +138,14 @@ public enum GarbageCollector {
         return removals
     }
 
+    /// How many of `removals` were files of the feeds (expired, or no longer listed) that
+    /// went: what the run's summary calls pruned. Partials do not count, nor the live
+    /// generation's copy of a file that also left the release being staged (one file).
+    public static func filesRemoved(_ removals: [Removal], failed: [(Removal, Errno)]) -> Int {
+        let kept = Set(failed.map { $0.0.path })
+        return removals.reduce(0) { $0 + ($1.feed != nil && $1.liveOf == nil && !kept.contains($1.path) ? 1 : 0) }
+    }
+
     /// Removes what `collect` found, each in the folder it was found in, then the folders
     /// the removals left empty inside the feeds' folders. Returns what could not be removed.
     public static func apply(_ removals: [Removal]) -> [(Removal, Errno)] {

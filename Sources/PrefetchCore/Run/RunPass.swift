@@ -98,7 +98,7 @@ struct RunPass {
                                     threads: settings.transferThreads, bootID: settings.bootID, faults: settings.faults,
                                     metered: lastProbe.metered, meteredUsedToday: meteredUsedToday, clock: clock, onEvent: reporter.handle)
         let timings = Dictionary(feeds.map { ($0.name, FeedTiming($0, machineID: machineID?.usableValue)) }, uniquingKeysWith: { a, _ in a })
-        let summary = engine.run(jobs, holds: snapshot.originHolds, pauseReason: { feed in
+        var summary = engine.run(jobs, holds: snapshot.originHolds, pauseReason: { feed in
             let now = clock()
             if let timing = timings[feed.name], timing.openInterval(at: now) == nil { return "window closed" }
             if Date().timeIntervalSince(lastProbeAt) >= 5 {
@@ -144,9 +144,11 @@ struct RunPass {
         }
         if !stopRequested() {
             let removals = GarbageCollector.collect(feeds: feeds, cache: cache, now: clock(), partialsOf: allFeeds)
-            for (removal, error) in GarbageCollector.apply(removals) {
+            let kept = GarbageCollector.apply(removals)
+            for (removal, error) in kept {
                 console.err("prefetch: warning: cannot remove \(removal.path): \(error)\n")
             }
+            summary.pruned = GarbageCollector.filesRemoved(removals, failed: kept)
             for removal in removals { if let key = removal.key { recordState { try state.deleteResource(key) } } }
             IndexWriter.withdraw(removals, feeds: feeds, cache: cache, now: clock(), console: console)
             // Every feed that lost a file, listed or not (a prune's removal names no resource).
