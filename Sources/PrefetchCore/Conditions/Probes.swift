@@ -100,18 +100,7 @@ public struct NetworkProbe: Sendable {
     public static let runProcess: Runner = { executable, arguments in
         let candidates = ["/usr/bin/", "/bin/", "/usr/local/bin/"].map { $0 + executable }
         guard let path = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else { return nil }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        do { try process.run() } catch { return nil }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { return nil }
-        return String(decoding: data, as: UTF8.self)
+        return ChildProcess.output(path, arguments, timeout: 2)  // not Foundation's Process: no libdispatch threads (issue 19)
     }
 }
 
