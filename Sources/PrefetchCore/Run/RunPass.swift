@@ -20,10 +20,12 @@ struct RunPass {
     /// least this often: no clock says when it holds again.
     static let recheckSeconds: Int64 = 60
 
-    /// How a pass ended, and when there is next something to do.
+    /// How a pass ended, and when there is next something to do; `metricsError`: why the
+    /// metrics file could not be written (the daemon's status says so).
     struct Outcome {
         let exit: ExitCode
         let nextWakeup: Instant?
+        var metricsError: String? = nil
     }
 
     /// The shifted system clock (`PREFETCH_CLOCK_OFFSET`).
@@ -180,15 +182,17 @@ struct RunPass {
         for (feed, tally) in summary.byFeed.sorted(by: { $0.key < $1.key }) {
             recordState { try state.addCounts(feed: feed, MetricsWriter.counts(tally)) }
         }
+        var metricsError: String?
         if let metricsFile = settings.metricsFile {
-            MetricsWriter.write(to: metricsFile, feeds: allFeeds, cache: cache, state: state, settings: settings, now: clock(),
-                                passSeconds: Date().timeIntervalSince(started), console: console)
+            metricsError = MetricsWriter.write(to: metricsFile, feeds: allFeeds, cache: cache, state: state, settings: settings, now: clock(),
+                                               passSeconds: Date().timeIntervalSince(started), console: console)
         }
         if summary.diskFull { console.err("prefetch: error: disk full: transfers paused; partial data kept for resume\n") }
-        let exit: ExitCode = summary.failed > 0 || summary.diskFull || !switched ? .failure : .success
+        // SPEC §5's exit rule: a metrics file that could not be written fails the pass (§6).
+        let exit: ExitCode = summary.failed > 0 || summary.diskFull || !switched || metricsError != nil ? .failure : .success
         let notDue = plan.feeds.reduce(0) { $0 + $1.items.filter { $0.status != .due && $0.status != .fresh }.count }
         reporter.summary(summary, seconds: seconds, exit: exit, notDue: notDue)
-        return Outcome(exit: exit, nextWakeup: nextWakeup)
+        return Outcome(exit: exit, nextWakeup: nextWakeup, metricsError: metricsError)
     }
 
 
