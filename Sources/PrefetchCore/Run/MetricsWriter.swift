@@ -9,8 +9,9 @@ import Foundation
 /// stopped is worse than none.
 enum MetricsWriter {
     /// Writes the file; the error, said on stderr, when it could not be.
+    /// `conditions`: the pass's last readings (the plan's next wake-ups depend on them).
     static func write(to path: String, feeds: [Feed], cache: CacheFolder, state: StateStore, settings: Settings, now: Instant,
-                      passSeconds: Double, console: Console) -> String? {
+                      conditions: ConditionSnapshot, passSeconds: Double, console: Console) -> String? {
         func failed(_ reason: String) -> String {
             let message = "cannot write the metrics file \(path): \(reason)"
             console.err("prefetch: error: \(message)\n")
@@ -29,9 +30,7 @@ enum MetricsWriter {
         let cached = CacheListing.present(feeds, in: cache)
         let machineID = settings.machineID?.usableValue
         let plan = Planner.plan(PlanInput(feeds: feeds, state: snapshot, cached: cached,
-                                          conditions: settings.assumptions.snapshot(ConditionProbes(), config: settings.config,
-                                                                                    cache: settings.config.cache),
-                                          now: now, machineID: settings.machineID))
+                                          conditions: conditions, now: now, machineID: settings.machineID))
         var lines: [Metrics.Feed] = []
         for (feed, feedPlan) in zip(feeds, plan.feeds) {
             var files = 0

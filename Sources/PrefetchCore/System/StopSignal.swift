@@ -3,13 +3,14 @@ import Foundation
 /// Signals as events. SIGTERM/SIGINT also raise a flag the transfer loop checks: transfers
 /// pause resumably and the run exits 0 (SPEC §2). Installed before any work starts, so none
 /// is missed. The daemon also listens for SIGHUP (reload feeds) and SIGUSR1 (run now), takes
-/// every arrival in order (`drain`) and sleeps until one comes (`wait`), without polling.
+/// every arrival in order (`drain`) and sleeps until one comes (`wait`), without polling;
+/// `nudge` wakes that sleep without a signal (a condition the daemon waits on changed).
 ///
 /// The signals are blocked in the thread that makes it (and so in every thread started
 /// after: the transfer threads, libcurl's resolver's, the fsync workers) and taken by one
 /// thread of its own in `sigwaitinfo`; they are ignored too, so one that reached a thread
 /// started before is dropped rather than ending the process. Children start with every
-/// signal unblocked and at its default (Foundation's `Process` resets both).
+/// signal unblocked and at its default.
 ///
 /// Not libdispatch's signal sources: each of their handlers runs on a libdispatch worker
 /// thread, and every such thread sets its own nice value with `setpriority`, which the
@@ -22,6 +23,7 @@ final class StopSignal: @unchecked Sendable {
         let lock = NSLock()
         var raised: Int32?
         var list: [Int32] = []
+        var nudged = false
         let arrived = DispatchSemaphore(value: 0)
         var waiter: pthread_t?
         var closing = false
@@ -83,7 +85,8 @@ final class StopSignal: @unchecked Sendable {
         return taken
     }
 
-    /// Sleeps until a signal arrives (true; it is left for `drain`) or `seconds` pass (false).
+    /// Sleeps until a signal arrives or `nudge` is called (true; the signal is left for
+    /// `drain`, the nudge for `takeNudge`) or `seconds` pass (false).
     func wait(seconds: Double) -> Bool {
         let deadline = DispatchTime.now() + max(0, seconds)
         while true {
@@ -93,10 +96,27 @@ final class StopSignal: @unchecked Sendable {
         }
     }
 
+    /// Wakes `wait` (from any thread).
+    func nudge() {
+        shared.lock.lock()
+        shared.nudged = true
+        shared.lock.unlock()
+        shared.arrived.signal()
+    }
+
+    /// Whether `nudge` was called since the last call.
+    func takeNudge() -> Bool {
+        shared.lock.lock()
+        defer { shared.lock.unlock() }
+        let was = shared.nudged
+        shared.nudged = false
+        return was
+    }
+
     private var hasArrivals: Bool {
         shared.lock.lock()
         defer { shared.lock.unlock() }
-        return !shared.list.isEmpty
+        return !shared.list.isEmpty || shared.nudged
     }
 
     /// The stop signal received, if any.
