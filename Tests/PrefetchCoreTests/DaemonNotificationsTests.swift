@@ -89,7 +89,7 @@ import Testing
     @Test func stoppingIsSaidOnceAndHasTheLastWord() {
         let sent = Self.play([
             (0, .passStarted), (1, .stopping), (1.1, .stopping),
-            (1.2, .transfer(.paused(Self.big, reason: "stopped", offset: Self.mib))), (1.3, .stopping),
+            (1.2, .transfer(.paused(Self.big, reason: "stopped", partial: .kept(Self.mib)))), (1.3, .stopping),
         ]).map(\.1)
         #expect(sent == ["STATUS=running a pass", "STOPPING=1\nSTATUS=stopping: pausing transfers resumably"])
     }

@@ -31,6 +31,8 @@ import TestSupport
         var cached = false
         var conditions = ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test")
         var machine: String? = nil
+        /// The partial file on disk (its record is in `state`).
+        var partialFile: PartialFile? = nil
         let expect: (ResourceStatus, String, String?)
         var testDescription: String { name }
     }
@@ -162,7 +164,9 @@ import TestSupport
         Case(name: "a cached file without state is revalidated", yaml: nightly, now: "2026-11-30T03:00:00+01:00",
              cached: true, expect: (.due, "stale", nil)),
         Case(name: "a partial resumes", yaml: nightly, now: "2026-11-30T03:00:00+01:00",
-             state: state(partial: 1 << 19), expect: (.due, "resume", nil)),
+             state: state(partial: 1 << 19), partialFile: PartialFile(size: 1 << 19, inode: 1), expect: (.due, "resume", nil)),
+        Case(name: "a partial recorded but gone from disk is none", yaml: nightly, now: "2026-11-30T03:00:00+01:00",
+             state: state(partial: 1 << 19), expect: (.due, "not cached", nil)),
         Case(name: "metered link, unmetered required", yaml: nightly.replacingOccurrences(of: "resources:", with: "conditions: { network: unmetered }\nresources:"),
              now: "2026-11-30T03:00:00+01:00", conditions: ConditionSnapshot(metered: true), expect: (.waiting, "network metered", nil)),
         Case(name: "conditions only wait inside an open window",
@@ -236,7 +240,8 @@ import TestSupport
         let feed = Self.feed(c.yaml)
         let input = PlanInput(feeds: [feed], state: c.state, cached: c.cached ? [Self.key] : [],
                               conditions: c.conditions, now: Self.at(c.now),
-                              machineID: c.machine.map { MachineID(value: $0, source: "test") })
+                              machineID: c.machine.map { MachineID(value: $0, source: "test") },
+                              partialFiles: c.partialFile.map { [Self.key: $0] } ?? [:])
         let plan = Planner.plan(input)
         let item = try #require(plan.feeds.first?.items.first)
         let clock = ZoneClock(feed.timeZone)
@@ -367,38 +372,146 @@ import TestSupport
     /// and no Last-Modified, and the entry no sha256) is not started: deferred to the next
     /// window. Every other combination starts: never fetched, a strong ETag, Last-Modified,
     /// a sha256 — and any transfer that fits.
+    /// SPEC §6 "Deadlines act", judged by §7's one rule on the resource's last 2xx response:
+    /// a transfer that could not resume and would not finish before the window closes is
+    /// not started; one never fetched (no response recorded), or one that can resume (a
+    /// resumable partial, or a last response that makes a cut one resumable), starts. The
+    /// last response: a strong or weak ETag or none, a Last-Modified or none, its Date (none,
+    /// the same second, a day later), Accept-Ranges: none or not; a partial on disk that can
+    /// resume, one that cannot (only a weak ETag), or none.
     @Test func aTransferThatCouldNotResumeIsNotStartedToBeCut() throws {
         let now = Self.at("2026-11-30T01:50:00Z")
+        enum PartialCase: CaseIterable { case none, resumable, unresumable }
+        let modified = "Sun, 29 Nov 2026 10:00:00 GMT"
         for etag in [nil, "W/\"weak\"", "\"strong\""] as [String?] {
-            for lastModified in [nil, "Sun, 29 Nov 2026 10:00:00 GMT"] as [String?] {
-                for sha256 in [false, true] {
-                    for fetchedBefore in [false, true] {
-                        for size in ["1GB", "100MB"] {
-                            let entry = "  - url: https://e.com/a.bin\n    size: \(size)\n" + (sha256 ? "    sha256: \(String(repeating: "a", count: 64))\n" : "")
-                            let feed = Self.feed("timezone: UTC\nwindow: \"01:00-02:00\"\nrefresh: 1h\nresources:\n" + entry)
-                            var state = StateSnapshot()
-                            state.throughput = 1_000_000
-                            if fetchedBefore {
-                                var record = ResourceState(urlHash: Self.urlHash)
-                                record.validators = Validators(etag: etag, lastModified: lastModified)
-                                record.placedAt = now.advanced(bySeconds: -86_400)
-                                record.validatedAt = now.advanced(bySeconds: -86_400)
-                                state.resources[ResourceKey(feed: "f", path: "a.bin")] = record
-                            }
-                            let plan = Planner.plan(PlanInput(feeds: [feed], state: state, cached: fetchedBefore ? [ResourceKey(feed: "f", path: "a.bin")] : [],
-                                                              conditions: ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test"), now: now, machineID: nil))
-                            let item = try #require(plan.feeds.first?.items.first)
-                            let strong = etag.map { !$0.hasPrefix("W/") } ?? false
-                            let held = size == "1GB" && fetchedBefore && !sha256 && !strong && lastModified == nil
-                            let label = "\(etag ?? "-") \(lastModified ?? "-") sha256:\(sha256) before:\(fetchedBefore) \(size)"
-                            if held {
-                                #expect(item.status == .deferred && item.reason == "would not finish before the window closes", "\(label): \(item.status)")
-                                #expect(item.next == Self.at("2026-12-01T01:00:00Z"), "\(label)")
-                                #expect(plan.order.isEmpty, "\(label)")
-                            } else {
-                                #expect(item.status == .due, "\(label): \(item.status) \(item.reason)")
+            for lastModified in [false, true] {
+                for date in [nil, modified, "Mon, 30 Nov 2026 10:00:00 GMT"] as [String?] {
+                    for rangesNone in [false, true] {
+                        for sha256 in [false, true] {
+                            for fetchedBefore in [false, true] {
+                                for partial in PartialCase.allCases {
+                                    for size in ["1GB", "100MB"] {
+                                        let entry = "  - url: https://e.com/a.bin\n    size: \(size)\n" + (sha256 ? "    sha256: \(String(repeating: "a", count: 64))\n" : "")
+                                        let feed = Self.feed("timezone: UTC\nwindow: \"01:00-02:00\"\nrefresh: 1h\nresources:\n" + entry)
+                                        var state = StateSnapshot()
+                                        state.throughput = 1_000_000
+                                        var record = ResourceState(urlHash: Self.urlHash)
+                                        let response = ResponseFacts(etag: etag, lastModified: lastModified ? modified : nil, date: date,
+                                                                     acceptRangesNone: rangesNone)
+                                        if fetchedBefore {
+                                            record.validators = response.validators
+                                            record.placedAt = now.advanced(bySeconds: -86_400)
+                                            record.validatedAt = now.advanced(bySeconds: -86_400)
+                                            record.length = size == "1GB" ? 1_000_000_000 : 100_000_000
+                                            record.sha256 = sha256 ? String(repeating: "a", count: 64) : nil
+                                            record.lastResponse = response
+                                        }
+                                        var files: [ResourceKey: PartialFile] = [:]
+                                        if partial != .none {
+                                            // The partial's own response: the last 2xx of the resource.
+                                            record.lastResponse = partial == .resumable ? ResponseFacts(etag: "\"p1\"") : ResponseFacts(etag: "W/\"p1\"")
+                                            record.partial = PartialState(urlHash: Self.urlHash, validators: record.lastResponse!.validators,
+                                                                          totalLength: nil, syncedOffset: 50_000_000, updatedAt: 0, bootID: "b", inode: 9)
+                                            files[Self.key] = PartialFile(size: 60_000_000, inode: 9)
+                                        }
+                                        if fetchedBefore || partial != .none { state.resources[Self.key] = record }
+                                        let plan = Planner.plan(PlanInput(feeds: [feed], state: state, cached: fetchedBefore ? [Self.key] : [],
+                                                                          conditions: ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test"), now: now,
+                                                                          machineID: nil, partialFiles: files, bootID: "b"))
+                                        let item = try #require(plan.feeds.first?.items.first)
+                                        // §7's rule, written out: not decode (always, here); Accept-Ranges not none;
+                                        // a strong ETag, or no ETag and a Last-Modified 60 s before the Date, or sha256.
+                                        let strongDate = lastModified && date == "Mon, 30 Nov 2026 10:00:00 GMT"
+                                        let lastResumable = !rangesNone && (etag == "\"strong\"" || (etag == nil && strongDate) || sha256)
+                                        let canResume: Bool = switch partial {
+                                        case .resumable: true
+                                        case .unresumable: sha256  // the partial's own response decides: a weak ETag
+                                        case .none: !fetchedBefore || lastResumable  // never fetched: starts
+                                        }
+                                        // 100MB fits in the 10 minutes left at 1 MB/s; 1GB does not, and 950MB neither.
+                                        let held = size == "1GB" && !canResume
+                                        let label = "\(etag ?? "-") \(lastModified) \(date ?? "-") none:\(rangesNone) sha256:\(sha256) before:\(fetchedBefore) partial:\(partial) \(size)"
+                                        if held {
+                                            #expect(item.status == .deferred && item.reason == "would not finish before the window closes", "\(label): \(item.status)")
+                                            #expect(item.next == Self.at("2026-12-01T01:00:00Z"), "\(label)")
+                                            #expect(plan.order.isEmpty, "\(label)")
+                                        } else {
+                                            #expect(item.status == .due, "\(label): \(item.status) \(item.reason)")
+                                        }
+                                        // The whole size, unless a partial the run would resume is there.
+                                        let whole: UInt64 = size == "1GB" ? 1_000_000_000 : 100_000_000
+                                        let resumesFrom: UInt64? = partial == .resumable || (partial == .unresumable && sha256) ? 60_000_000 : nil
+                                        #expect(item.remaining == whole - (resumesFrom ?? 0), "\(label)")
+                                        if !held {
+                                            #expect(item.reason == (resumesFrom != nil && !fetchedBefore ? "resume" : fetchedBefore ? "stale" : "not cached"), "\(label): \(item.reason)")
+                                        }
+                                    }
+                                }
                             }
                         }
+                    }
+                }
+            }
+        }
+    }
+
+    /// SPEC §7 "Partials as the run sees them": a resumable partial plans `remaining` from
+    /// the offset the next run resumes at — the file's length within the same boot, its
+    /// fsynced offset after a reboot (or for a record without a boot), the file's length when
+    /// it is shorter; one that cannot resume, or whose file is gone or another inode, counts
+    /// as none: reason `not cached`, `stale` or `changed`, `remaining` the whole size.
+    @Test func aPartialPlansTheOffsetTheRunResumesFrom() throws {
+        let now = Self.at("2026-11-30T03:00:00+01:00")
+        let synced: UInt64 = 300_000
+        enum Facts: CaseIterable { case strongETag, weakETag, weakDate, rangesNone }
+        enum Boot: CaseIterable { case same, other, none }
+        enum File: CaseIterable { case gone, shorter, equal, longer, otherInode }
+        enum Copy: CaseIterable { case none, stale, changed }
+        for facts in Facts.allCases {
+            for boot in Boot.allCases {
+                for file in File.allCases {
+                    for copy in Copy.allCases {
+                        let feed = Self.feed(Self.nightly)  // size: 1MiB
+                        var record = ResourceState(urlHash: Self.urlHash)
+                        if copy != .none {
+                            record.placedAt = now.advanced(bySeconds: -86_400 * 2)
+                            record.validatedAt = record.placedAt
+                            record.length = copy == .changed ? 999 : 1 << 20  // another size than the entry's: changed
+                        }
+                        let response: ResponseFacts = switch facts {
+                        case .strongETag: ResponseFacts(etag: "\"v1\"", date: "Mon, 30 Nov 2026 01:00:00 GMT")
+                        case .weakETag: ResponseFacts(etag: "W/\"v1\"", lastModified: "Sun, 01 Mar 2026 10:00:00 GMT", date: "Mon, 30 Nov 2026 01:00:00 GMT")
+                        case .weakDate: ResponseFacts(lastModified: "Mon, 30 Nov 2026 01:00:00 GMT", date: "Mon, 30 Nov 2026 01:00:00 GMT")
+                        case .rangesNone: ResponseFacts(etag: "\"v1\"", acceptRangesNone: true)
+                        }
+                        record.partial = PartialState(urlHash: Self.urlHash, validators: response.validators, totalLength: 1 << 20,
+                                                      syncedOffset: synced, updatedAt: 0, bootID: boot == .none ? nil : boot == .same ? "now" : "before",
+                                                      inode: boot == .none ? nil : 5, date: response.date, acceptRangesNone: response.acceptRangesNone)
+                        var state = StateSnapshot()
+                        state.resources[Self.key] = record
+                        let size: UInt64? = switch file {
+                        case .gone: nil
+                        case .shorter: synced - 1000
+                        case .equal: synced
+                        case .longer, .otherInode: synced + 200_000
+                        }
+                        let files = size.map { [Self.key: PartialFile(size: $0, inode: file == .otherInode ? 6 : 5)] } ?? [:]
+                        let plan = Planner.plan(PlanInput(feeds: [feed], state: state, cached: copy == .none ? [] : [Self.key],
+                                                          conditions: ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test"), now: now,
+                                                          partialFiles: files, bootID: "now"))
+                        let item = try #require(plan.feeds.first?.items.first)
+                        let label = "\(facts) boot \(boot) file \(file) copy \(copy)"
+                        // The rules, sentence by sentence.
+                        let resumable = facts == .strongETag
+                        var from: UInt64?
+                        if resumable, let size, !(file == .otherInode && boot != .none) {
+                            from = boot == .same ? size : min(size, synced)  // "within the same boot, the file's length"
+                        }
+                        let reason = copy == .none ? (from != nil ? "resume" : "not cached") : copy == .stale ? "stale" : "changed"
+                        #expect(item.status == .due, "\(label)")
+                        #expect(item.reason == reason, "\(label): \(item.reason)")
+                        #expect(item.remaining == (1 << 20) - (from ?? 0), "\(label): \(item.remaining ?? 0)")
+                        #expect(item.resumeFrom == from, "\(label)")
                     }
                 }
             }

@@ -115,6 +115,75 @@ import TestSupport
         #expect(expected["partials"]?.contains("boot_id TEXT") == true && expected["resources"]?.contains("verified_at INTEGER") == true)
     }
 
+    /// A version 2 file, as the build before §7's resumable rule wrote it: a copy placed with
+    /// a Last-Modified only, one with a strong ETag, one fetched never (a failure only), and
+    /// two partials (a strong ETag; a Last-Modified only).
+    static func versionTwo(at path: String) throws {
+        let db = try SQLiteConnection(path: path, readOnly: false)
+        try db.execute(StateStore.migrations[0])
+        try db.execute(StateStore.migrations[1])
+        try db.execute("PRAGMA user_version = 2")
+        try db.execute("""
+            INSERT INTO resources (feed, path, url_hash, etag, last_modified, length, placed_at, validated_at, failures, permanent)
+                VALUES ('f', 'dated.bin', 'h1', NULL, 'Sun, 01 Mar 2026 10:00:00 GMT', 5000, 1796000000000000000, 1796000000000000000, 0, 0),
+                       ('f', 'tagged.bin', 'h2', '"t1"', NULL, 6000, 1796000000000000000, 1796000000000000000, 0, 0);
+            INSERT INTO resources (feed, path, url_hash, failures, permanent, last_error) VALUES ('f', 'never.bin', 'h3', 1, 0, 'HTTP 503');
+            INSERT INTO partials (feed, path, url_hash, etag, last_modified, total_length, synced_offset, updated_at, boot_id, inode)
+                VALUES ('f', 'p-tag.bin', 'h4', '"p1"', NULL, 1000, 400, 0, 'b', 7),
+                       ('f', 'p-date.bin', 'h5', NULL, 'Sun, 01 Mar 2026 10:00:00 GMT', 1000, 400, 0, 'b', 8);
+            """)
+    }
+
+    /// 2 → 3 (SPEC §7's one resumable rule): what the rule reads of a response, for partials
+    /// and for each resource's last 2xx response. Older records are judged conservatively: a
+    /// placed copy's validators become its last response with no Date, so a Last-Modified
+    /// alone is weak (§6's deadline rule may hold it back), while a strong ETag still
+    /// resumes; a resource never placed has no response recorded ("never fetched"); a
+    /// partial with a Last-Modified only cannot resume (no Date), one with a strong ETag can.
+    @Test func aVersionTwoFileGetsTheResumableRulesFacts() throws {
+        let folder = try TemporaryFolder()
+        let path = folder.path + "/state.db"
+        try Self.versionTwo(at: path)
+        let read = try #require(try StateStore.openReadOnly(path)).snapshot()  // a reader, in memory
+        #expect(try SQLiteConnection(path: path, readOnly: true).userVersion == 2)
+        let snapshot = try StateStore.openForWriting(path).snapshot()
+        #expect(try SQLiteConnection(path: path, readOnly: true).userVersion == StateStore.schemaVersion)
+        for state in [read, snapshot] {
+            let dated = try #require(state.resources[ResourceKey(feed: "f", path: "dated.bin")])
+            #expect(dated.lastResponse == ResponseFacts(lastModified: "Sun, 01 Mar 2026 10:00:00 GMT"))
+            #expect(dated.lastResponseLength == 5000)
+            #expect(ResumeRule.judge(dated.lastResponse!, sha256Given: false, encoding: .refuse) == .restart(.weakDate))
+            let tagged = try #require(state.resources[ResourceKey(feed: "f", path: "tagged.bin")])
+            #expect(ResumeRule.judge(tagged.lastResponse!, sha256Given: false, encoding: .refuse) == .resume(ifRange: "\"t1\""))
+            #expect(state.resources[ResourceKey(feed: "f", path: "never.bin")]?.lastResponse == nil)
+            let tag = try #require(state.resources[ResourceKey(feed: "f", path: "p-tag.bin")]?.partial)
+            #expect(tag.date == nil && !tag.acceptRangesNone && tag.contentEncoding == nil)
+            #expect(ResumeRule.judge(tag.response, sha256Given: false, encoding: .refuse) == .resume(ifRange: "\"p1\""))
+            let date = try #require(state.resources[ResourceKey(feed: "f", path: "p-date.bin")]?.partial)
+            #expect(ResumeRule.judge(date.response, sha256Given: false, encoding: .refuse) == .restart(.weakDate))
+            #expect(ResumeRule.judge(date.response, sha256Given: true, encoding: .refuse) == .resume(ifRange: nil))
+        }
+        // Written and read back: the facts of a new partial and of a last response.
+        let store = try StateStore.openForWriting(path)
+        let key = ResourceKey(feed: "f", path: "new.bin")
+        try store.recordPartial(key, PartialState(urlHash: "h6", validators: Validators(etag: "W/\"w\"", lastModified: "Tue, 01 Dec 2026 10:00:00 GMT"),
+                                                  totalLength: 9, syncedOffset: 3, updatedAt: 1, bootID: "b", inode: 9, date: "Tue, 01 Dec 2026 10:00:00 GMT",
+                                                  acceptRangesNone: true, contentEncoding: "gzip"))
+        let facts = ResponseFacts(etag: "W/\"w\"", lastModified: "Tue, 01 Dec 2026 10:00:00 GMT", date: "Tue, 01 Dec 2026 10:00:00 GMT",
+                                  acceptRangesNone: true, contentEncoding: "gzip")
+        try store.recordResponse(key, urlHash: "h6", facts, length: 9, at: 5)
+        let after = try store.snapshot().resources[key]
+        #expect(after?.partial?.response == facts)
+        #expect(after?.lastResponse == facts && after?.lastResponseLength == 9)
+        // A 304 keeps the last response; a placement replaces it.
+        try store.recordValidated(key, urlHash: "h6", validators: Validators(), length: nil, sha256: nil, placed: false, at: 6)
+        #expect(try store.snapshot().resources[key]?.lastResponse == facts)
+        try store.recordValidated(key, urlHash: "h6", validators: Validators(etag: "\"s\""), length: 11, sha256: "00", placed: true, at: 7,
+                                  response: ResponseFacts(etag: "\"s\""))
+        #expect(try store.snapshot().resources[key]?.lastResponse == ResponseFacts(etag: "\"s\""))
+        #expect(try store.snapshot().resources[key]?.lastResponseLength == 11)
+    }
+
     /// Times keep their nanoseconds through a write and a read (SPEC §5: full precision).
     @Test func timesKeepFullPrecision() throws {
         let folder = try TemporaryFolder()

@@ -140,6 +140,14 @@ public final class CacheFolder {
         return (file, UInt64(info.st_size), UInt64(info.st_ino))
     }
 
+    /// The length and inode of an existing partial (a regular file; a symlink is none).
+    func partialFile(_ name: String) -> PartialFile? {
+        guard let partials, case .success(let info) = FileSystem.status(of: name, in: partials), (info.st_mode & S_IFMT) == S_IFREG else {
+            return nil
+        }
+        return PartialFile(size: UInt64(info.st_size), inode: UInt64(info.st_ino))
+    }
+
     /// Creates a partial, empty (replacing any stale one), for a body that starts at byte 0.
     func createPartial(_ name: String) -> Result<FileDescriptor, Errno> {
         guard let partials else { return .failure(Errno(ENOENT)) }

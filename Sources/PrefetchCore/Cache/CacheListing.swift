@@ -2,6 +2,17 @@ import Foundation
 
 /// Which final files are in the cache (regular files only: a symlink is never trusted).
 enum CacheListing {
+    /// The partial files on disk of the resources state.db records a partial for (one
+    /// `fstatat` each; creates nothing): what `ResumePoint` needs to say where each resumes.
+    static func partialFiles(_ snapshot: StateSnapshot, in cache: CacheFolder?) -> [ResourceKey: PartialFile] {
+        guard let cache else { return [:] }
+        var files: [ResourceKey: PartialFile] = [:]
+        for (key, state) in snapshot.resources where state.partial != nil {
+            if let file = cache.partialFile(CacheFolder.partialName(feed: key.feed, path: key.path)) { files[key] = file }
+        }
+        return files
+    }
+
     /// Reads each folder that holds listed files once (no `stat` per file), reaching it
     /// without following symlinks; creates nothing.
     /// `view`: for a `consistency: release` feed, the generation looked at (SPEC §6).

@@ -117,7 +117,11 @@ enum DaemonCommand {
                 }
             case .stop(let signal):
                 notifier.tell(.stopping)
-                console.out("prefetch daemon: stopped (\(signal == .interrupt ? "SIGINT" : "SIGTERM")); partial data kept for resume\n")
+                // Partial data is said to be kept only when a resumable partial was (SPEC §7).
+                let kept = (try? session.state.snapshot()).map {
+                    PartialSweep.kept(feeds, snapshot: $0, cache: session.cache, bootID: settings.bootID)
+                } ?? (0, 0)
+                console.out("prefetch daemon: stopped (\(signal == .interrupt ? "SIGINT" : "SIGTERM"))\(PartialSweep.keptNote(kept))\n")
                 return .success
             case .none:
                 // Not an answer to any event this loop gives; looking at the clock again is safe.

@@ -55,7 +55,8 @@ enum GCCommand {
             if !changed.isEmpty, let state = session?.state, let snapshot = try? state.snapshot() {
                 let plan = Planner.plan(PlanInput(feeds: feeds, state: snapshot, cached: cached,
                                                   conditions: ConditionProbes(environment: settings.environment).snapshot(config: config, cache: config.cache), now: now,
-                                                  machineID: settings.machineID))
+                                                  machineID: settings.machineID,
+                                                  partialFiles: CacheListing.partialFiles(snapshot, in: cache), bootID: settings.bootID))
                 IndexWriter.write(feeds.filter { changed.contains($0.name) }, plan: plan, state: snapshot, cached: cached, cache: cache,
                                   now: now, console: context.console)
             }

@@ -10,9 +10,11 @@ enum PlanCommand {
         let config = settings.config
         guard let feeds = context.loadFeeds(config) else { return .usage }
         let state = context.readState(cache: config.cache, feeds: feeds)
-        let input = PlanInput(feeds: feeds, state: state, cached: CacheListing.present(feeds, in: CacheFolder.openExisting(config.cache)),
+        let cache = CacheFolder.openExisting(config.cache)  // reads only: creates nothing
+        let input = PlanInput(feeds: feeds, state: state, cached: CacheListing.present(feeds, in: cache),
                               conditions: settings.assumptions.snapshot(ConditionProbes(environment: settings.environment), config: config, cache: config.cache),
-                              now: settings.now(), machineID: settings.machineID)
+                              now: settings.now(), machineID: settings.machineID,
+                              partialFiles: CacheListing.partialFiles(state, in: cache), bootID: settings.bootID)
         let plan = Planner.plan(input)
         let renderer = PlanRenderer(color: context.console.colorOut)
         if context.arguments.flags.contains("--json") {

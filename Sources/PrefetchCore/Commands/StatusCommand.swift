@@ -12,15 +12,17 @@ enum StatusCommand {
         let snapshot = context.readState(cache: config.cache, feeds: feeds)
         let cache = CacheFolder.openExisting(config.cache)  // reads only: creates nothing
         let cached = CacheListing.present(feeds, in: cache)
+        let partialFiles = CacheListing.partialFiles(snapshot, in: cache)
         let plan = Planner.plan(PlanInput(feeds: feeds, state: snapshot, cached: cached,
                                           conditions: ConditionProbes(environment: settings.environment).snapshot(config: config, cache: config.cache), now: now,
-                                          machineID: settings.machineID))
+                                          machineID: settings.machineID, partialFiles: partialFiles, bootID: settings.bootID))
         let json = context.arguments.flags.contains("--json")
         var out = ""
         for (feed, feedPlan) in zip(feeds, plan.feeds) {
             var files = 0
             var bytes: UInt64 = 0
-            var partials: [(String, UInt64, UInt64?)] = []
+            // Partials as the run sees them (SPEC §7): only resumable ones, with where they resume.
+            var partials: [(path: String, point: ResumePoint)] = []
             var lastError: String?
             var lastErrorKey = ""
             for resource in feed.resources {
@@ -30,7 +32,11 @@ enum StatusCommand {
                     files += 1
                     bytes += state?.length ?? cache.flatMap { CacheListing.size(feed: feed.name, path: resource.path, in: $0) } ?? 0
                 }
-                if let partial = state?.partial { partials.append((resource.path, partial.syncedOffset, partial.totalLength)) }
+                if let state, state.partial != nil,
+                   let point = ResumePoint.of(resource, state: state, identity: resource.url.identityHash, file: partialFiles[key],
+                                              bootID: settings.bootID) {
+                    partials.append((resource.path, point))
+                }
                 if let error = state?.lastError, state?.failures ?? 0 > 0 || state?.permanentFailure == true {
                     lastError = error
                     lastErrorKey = resource.path
@@ -55,7 +61,14 @@ enum StatusCommand {
                 line.add("bytes", bytes)
                 line.add("last_success", lastSuccess.map { TimeFormat.rfc3339($0, clock: clock) })
                 line.add("last_error", lastError.map { "\(lastErrorKey): \($0)" })
-                line.add("partials", Int64(partials.count))
+                line.add("partials", objects: partials.map { partial in
+                    var object = JSONObject()
+                    object.add("path", partial.path)
+                    object.add("bytes_on_disk", partial.point.bytesOnDisk)
+                    object.add("resume_from", partial.point.resumeFrom)
+                    object.add("total", partial.point.total)
+                    return object
+                })
                 line.add("next_wakeup", nextWakeup.map { TimeFormat.rfc3339($0, clock: clock) })
                 line.add("missed_windows", Int64(starvation.missed))
                 line.add("starved", starved)
@@ -79,9 +92,10 @@ enum StatusCommand {
             } else if feed.consistency == .release {
                 out += "  release: no generation yet (the next run lays it out)\n"
             }
-            for (path, offset, total) in partials {
-                let progress = total.map { " of \(ByteSize.format($0)) (\(Int(Double(offset) * 100 / Double(max(1, $0))))%)" } ?? ""
-                out += "  partial: \(path) \(ByteSize.format(offset))\(progress)\n"
+            for (path, point) in partials {
+                let from = point.resumeFrom
+                let progress = point.total.map { " of \(ByteSize.format($0)) (\(Int(Double(from) * 100 / Double(max(1, $0))))%)" } ?? ""
+                out += "  partial: \(path) resumes from \(ByteSize.format(from))\(progress), \(ByteSize.format(point.bytesOnDisk)) on disk\n"
             }
             out += "  next wake-up: " + (nextWakeup.map { $0 <= now ? "now (work is due)" : TimeFormat.local($0, clock: clock) } ?? "none") + "\n"
         }

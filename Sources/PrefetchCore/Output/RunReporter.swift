@@ -74,13 +74,19 @@ final class RunReporter {
                 out(row.line + "\n")
             }
             return
-        case .placed(let k, let bytes, let received, let resumedAt, let seconds):
+        case .placed(let k, let bytes, let received, let resumedAt, let seconds, let refused):
             key("placed", k); line.add("bytes", bytes); line.add("seconds", seconds)
-            line.add("transferred", received); line.add("resumed_at", resumedAt)
+            line.add("transferred", received); line.add("resumed_at", resumedAt); line.add("resume_refused_at", refused)
         case .fresh(let k):
             key("fresh", k); line.add("reason", "not modified")
-        case .paused(let k, let reason, let offset):
-            key("paused", k); line.add("reason", reason); line.add("offset", offset)
+        case .paused(let k, let reason, let partial, let refused):
+            key("paused", k); line.add("reason", reason); line.add("offset", partial.kept)
+            if case .discarded(let bytes, let why) = partial {
+                line.add("discarded", bytes); line.add("cannot_resume", why)
+            } else {
+                line.add("discarded", UInt64(0)); line.add("cannot_resume", nil as String?)
+            }
+            line.add("resume_refused_at", refused)
         case .retrying(let k, let message, let after):
             key("failed", k); line.add("error", message); line.add("retry_in_s", after); line.add("final", false)
         case .heldWithOrigin(let k, let message, let origin, let until, let after):
@@ -125,7 +131,7 @@ final class RunReporter {
 
     private func text(_ event: RunEvent) {
         switch event {  // a transfer that ended leaves the bars at once, not at the next progress tick
-        case .placed(let k, _, _, _, _), .fresh(let k), .paused(let k, _, _), .retrying(let k, _, _), .failed(let k, _, _, _),
+        case .placed(let k, _, _, _, _, _), .fresh(let k), .paused(let k, _, _, _), .retrying(let k, _, _), .failed(let k, _, _, _),
              .heldWithOrigin(let k, _, _, _, _):
             lastProgress.removeAll { $0.key == k }
         case .started, .progress, .stateError, .held: break
@@ -141,17 +147,26 @@ final class RunReporter {
             return
         case .started:
             return
-        case .placed(let k, let bytes, let received, let resumedAt, let seconds):
+        case .placed(let k, let bytes, let received, let resumedAt, let seconds, let refused):
             // The rate is of the bytes that moved: after a resume, fewer than the file holds.
             var notes: [String] = []
             if seconds > 0.05 && received > 0 { notes.append("\(ByteSize.format(UInt64(Double(received) / seconds)))/s") }
             if resumedAt > 0 { notes.append("resumed at \(ByteSize.format(resumedAt))") }
+            if refused > 0 { notes.append(ResumeRule.refusal(from: refused)) }
             log("placed  \(name(k))  \(ByteSize.format(bytes)) in \(DecimalText.oneDecimal(seconds))s"
                 + (notes.isEmpty ? "" : " (" + notes.joined(separator: ", ") + ")"))
         case .fresh(let k):
             log("fresh   \(name(k))  (not modified)")
-        case .paused(let k, let reason, let offset):
-            log("paused  \(name(k))  \(reason), \(ByteSize.format(offset)) kept for resume")
+        case .paused(let k, let reason, let partial, let refused):
+            // "kept for resume" only for a resumable partial (SPEC §7); otherwise what became of it.
+            var text = "paused  \(name(k))  \(reason)"
+            switch partial {
+            case .kept(let bytes) where bytes > 0: text += ", \(ByteSize.format(bytes)) kept for resume"
+            case .discarded(let bytes, let why): text += ", \(ByteSize.format(bytes)) discarded (cannot resume: \(why))"
+            case .kept, .none: break
+            }
+            if refused > 0 { text += "; " + ResumeRule.refusal(from: refused) }
+            log(text)
         case .retrying(let k, let message, let after):
             log("retry   \(name(k))  \(message); again in \(after)s")
         case .heldWithOrigin(let k, let message, let origin, let until, _):

@@ -29,9 +29,11 @@ public struct PlanItem: Sendable, Equatable {
     public var error: String?
     /// For due work: its place in the order a run starts transfers.
     public var startOrder: Int?
-    /// False when a cut transfer could not resume (SPEC §6 "deadlines act"): its last
-    /// response had no strong ETag and no Last-Modified, and the entry has no `sha256`.
+    /// False when a cut transfer could not resume (SPEC §6 "deadlines act"): it has no
+    /// resumable partial, and its last 2xx response fails §7's rule (`ResumeRule`).
     public var resumable: Bool = true
+    /// Where the transfer resumes its partial (`ResumePoint`), when it has one.
+    public var resumeFrom: UInt64? = nil
     /// For due work in a window: when the feed's next window after this one opens.
     public var nextOpening: Instant? = nil
 }
@@ -87,15 +89,22 @@ public struct PlanInput: Sendable {
     public var conditions: ConditionSnapshot
     public var now: Instant
     public var machineID: MachineID?
+    /// The partial files on disk of resources state.db records a partial for
+    /// (`CacheListing.partialFiles`), and this boot's id: where each would resume (`ResumePoint`).
+    public var partialFiles: [ResourceKey: PartialFile]
+    public var bootID: String
 
     public init(feeds: [Feed], state: StateSnapshot = StateSnapshot(), cached: Set<ResourceKey> = [],
-                conditions: ConditionSnapshot = ConditionSnapshot(), now: Instant, machineID: MachineID? = nil) {
+                conditions: ConditionSnapshot = ConditionSnapshot(), now: Instant, machineID: MachineID? = nil,
+                partialFiles: [ResourceKey: PartialFile] = [:], bootID: String = BootID.unknown) {
         self.feeds = feeds
         self.state = state
         self.cached = cached
         self.conditions = conditions
         self.now = now
         self.machineID = machineID
+        self.partialFiles = partialFiles
+        self.bootID = bootID
     }
 }
 

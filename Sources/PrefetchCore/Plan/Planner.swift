@@ -82,7 +82,11 @@ public enum Planner {
             // Hashing the URL and the entry is only needed to compare with what was recorded.
             let identity = state == nil ? "" : resource.url.identityHash
             let sameURL = state.map { resource.url.matches(recorded: $0.urlHash, identity: identity) } ?? false
-            let bytes = resource.size ?? (cached ? state?.length : nil) ?? state?.partial?.totalLength
+            // Its partial as the run sees it (SPEC §7): only one it would resume counts.
+            let resumePoint = state?.partial == nil ? nil
+                : ResumePoint.of(resource, state: state, identity: identity, file: input.partialFiles[key], bootID: input.bootID)
+            let bytes = resource.size ?? resumePoint?.total ?? (cached ? state?.length : nil) ?? state?.lastResponseLength
+                ?? state?.partial?.totalLength
             var item = PlanItem(feed: feed.name, path: resource.path, url: resource.url.redacted, status: .due,
                                 reason: "", next: nil, bytes: bytes, remaining: bytes, priority: resource.priority,
                                 windowEnd: nil, estimatedFinish: nil, fits: nil, error: nil, startOrder: nil)
@@ -135,12 +139,12 @@ public enum Planner {
                     continue
                 }
             }
-            // Work to do in this release: how much is left.
-            if let partial = state?.partial, resource.url.matches(recorded: partial.urlHash, identity: identity),
-               let total = bytes, partial.syncedOffset <= total {
-                item.remaining = total - partial.syncedOffset
+            // Work to do in this release: how much is left after the offset the run resumes from.
+            if let resumePoint {
+                item.resumeFrom = resumePoint.resumeFrom
+                if let total = bytes, resumePoint.resumeFrom <= total { item.remaining = total - resumePoint.resumeFrom }
             }
-            let dueReason = !cached ? (state?.partial != nil ? "resume" : "not cached") : changed ? "changed" : "stale"
+            let dueReason = !cached ? (resumePoint != nil ? "resume" : "not cached") : changed ? "changed" : "stale"
             // deferred: embargo, window, jitter
             let earliest = max(now, gate ?? now, resource.notBefore ?? now)
             if let notBefore = resource.notBefore, notBefore > now {
@@ -166,8 +170,10 @@ public enum Planner {
                 item.reason = dueReason
                 item.windowEnd = open.flatMap { $0.close == Int64.max ? nil : Instant(seconds: $0.close) }
                 item.nextOpening = item.windowEnd.flatMap { timing.opportunity(atOrAfter: $0) }
-                if let state, state.placedAt != nil, resource.sha256 == nil, state.validators.lastModified == nil,
-                   !(state.validators.etag.map { !$0.hasPrefix("W/") } ?? false) {
+                // §6's deadline rule: judged on the resource's last 2xx response (none recorded:
+                // never fetched, it starts); a resumable partial can always go on.
+                if resumePoint == nil, let last = state?.lastResponse,
+                   !ResumeRule.judge(last, sha256Given: resource.sha256 != nil, encoding: resource.encoding).isResumable {
                     item.resumable = false
                 }
             }

@@ -132,7 +132,7 @@ struct DaemonNotifications: Sendable {
         case .started, .retrying, .heldWithOrigin, .stateError: return []
         }
         switch event {  // one that ended leaves the line at once, not at the next progress
-        case .placed(let key, _, _, _, _), .fresh(let key), .paused(let key, _, _), .failed(let key, _, _, _):
+        case .placed(let key, _, _, _, _, _), .fresh(let key), .paused(let key, _, _, _), .failed(let key, _, _, _):
             pass.transferring.removeAll { $0.key == key }
         default: break
         }

@@ -30,7 +30,8 @@ enum MetricsWriter {
         let cached = CacheListing.present(feeds, in: cache)
         let machineID = settings.machineID?.usableValue
         let plan = Planner.plan(PlanInput(feeds: feeds, state: snapshot, cached: cached,
-                                          conditions: conditions, now: now, machineID: settings.machineID))
+                                          conditions: conditions, now: now, machineID: settings.machineID,
+                                          partialFiles: CacheListing.partialFiles(snapshot, in: cache), bootID: settings.bootID))
         var lines: [Metrics.Feed] = []
         for (feed, feedPlan) in zip(feeds, plan.feeds) {
             var files = 0

@@ -54,19 +54,25 @@ struct RunPass {
         /// one never pauses them), from the one they started with.
         let held = HeldConditions(lastProbe)
         let machineID = settings.machineID
-        func makePlan() -> (Plan, StateSnapshot, Set<ResourceKey>)? {
-            let snapshot: StateSnapshot
+        /// `sweep`: partials that cannot resume are discarded first (SPEC §7: when one is found at start).
+        func makePlan(sweep: Bool = false) -> (Plan, StateSnapshot, Set<ResourceKey>)? {
+            var snapshot: StateSnapshot
             do { snapshot = try state.snapshot() } catch {
                 console.err("prefetch: error: cannot read \(state.path): \(error)\n")
                 return nil
             }
+            if sweep {
+                do { try PartialSweep.discardUnresumable(feeds, snapshot: &snapshot, cache: cache, state: state) } catch {
+                    reporter.handle(.stateError("cannot record state: \(error)"))
+                }
+            }
             let cached = CacheListing.present(feeds, in: cache)
-            let input = PlanInput(feeds: feeds, state: snapshot, cached: cached,
-                                  conditions: lastProbe, now: clock(), machineID: machineID)
+            let input = PlanInput(feeds: feeds, state: snapshot, cached: cached, conditions: lastProbe, now: clock(), machineID: machineID,
+                                  partialFiles: CacheListing.partialFiles(snapshot, in: cache), bootID: settings.bootID)
             return (Planner.plan(input), snapshot, cached)
         }
         ReleaseSwitch.lay(feeds, cache: cache, console: console)  // a feed that changed `consistency` first
-        guard let (plan, snapshot, cached) = makePlan() else { return Outcome(exit: .failure, nextWakeup: nil) }
+        guard let (plan, snapshot, cached) = makePlan(sweep: true) else { return Outcome(exit: .failure, nextWakeup: nil) }
         /// The pass's own state writes: one that fails is said (once a run, as the engine's
         /// are) and the pass goes on; the files are the truth.
         func recordState<T>(_ body: () throws -> T) -> T? {
@@ -204,7 +210,11 @@ struct RunPass {
             metricsError = MetricsWriter.write(to: metricsFile, feeds: allFeeds, cache: cache, state: state, settings: settings, now: clock(),
                                                conditions: conditions(), passSeconds: Date().timeIntervalSince(started), console: console)
         }
-        if summary.diskFull { console.err("prefetch: error: disk full: transfers paused; partial data kept for resume\n") }
+        if summary.diskFull {
+            // Said of resumable partials only (SPEC §7); the others were discarded as their transfers stopped.
+            let kept = (try? state.snapshot()).map { PartialSweep.kept(feeds, snapshot: $0, cache: cache, bootID: settings.bootID) } ?? (0, 0)
+            console.err("prefetch: error: disk full: transfers paused\(PartialSweep.keptNote(kept))\n")
+        }
         // SPEC §5's exit rule: a metrics file that could not be written fails the pass (§6).
         let exit: ExitCode = summary.failed > 0 || summary.diskFull || !switched || metricsError != nil ? .failure : .success
         let notDue = plan.feeds.reduce(0) { $0 + $1.items.filter { $0.status != .due && $0.status != .fresh }.count }

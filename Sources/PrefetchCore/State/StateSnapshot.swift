@@ -84,6 +84,33 @@ public struct Validators: Sendable, Equatable {
     }
 }
 
+/// What a 2xx response said that decides whether a partial of it can resume (SPEC §7's
+/// one rule, `ResumeRule`): its validators, its `Date`, `Accept-Ranges` and
+/// `Content-Encoding`, as sent. Recorded with the partial it began, and with the resource
+/// (of its last 2xx response: §6's deadline rule is judged on it).
+public struct ResponseFacts: Sendable, Equatable {
+    public var etag: String?
+    public var lastModified: String?
+    /// The response's `Date` (nil: none was sent, or the record predates state.db version 3).
+    public var date: String?
+    /// The response said `Accept-Ranges: none`.
+    public var acceptRangesNone: Bool
+    /// Its `Content-Encoding` (nil: none, or identity).
+    public var contentEncoding: String?
+
+    public init(etag: String? = nil, lastModified: String? = nil, date: String? = nil, acceptRangesNone: Bool = false,
+                contentEncoding: String? = nil) {
+        self.etag = etag
+        self.lastModified = lastModified
+        self.date = date
+        self.acceptRangesNone = acceptRangesNone
+        self.contentEncoding = contentEncoding
+    }
+
+    /// Its validators.
+    public var validators: Validators { Validators(etag: etag, lastModified: lastModified) }
+}
+
 /// Per resource: the placed copy, the partial, and the failure record.
 public struct ResourceState: Sendable, Equatable {
     /// SHA-256 of the URL the copy came from (query values are never stored).
@@ -110,6 +137,12 @@ public struct ResourceState: Sendable, Equatable {
     public var failureEntry: String?
     /// A partial download, if any.
     public var partial: PartialState?
+    /// The last 2xx response of the resource (nil: none recorded, "never fetched"): §6's
+    /// deadline rule judges by it whether a cut transfer could resume (`ResumeRule`).
+    public var lastResponse: ResponseFacts?
+    /// The length that response announced for the whole file (its Content-Length, or the
+    /// total of its Content-Range), when it did.
+    public var lastResponseLength: UInt64?
 
     public init(urlHash: String) {
         self.urlHash = urlHash
@@ -130,9 +163,16 @@ public struct PartialState: Sendable, Equatable {
     public var bootID: String?
     /// The partial file's inode: another file under its name is not this partial.
     public var inode: UInt64?
+    /// What else the response that began the partial said, for §7's resumable rule: its
+    /// `Date` (nil: none, or recorded before state.db version 3), `Accept-Ranges: none`,
+    /// its `Content-Encoding`.
+    public var date: String?
+    public var acceptRangesNone: Bool
+    public var contentEncoding: String?
 
     public init(urlHash: String, validators: Validators, totalLength: UInt64?, syncedOffset: UInt64, updatedAt: Instant,
-                bootID: String? = nil, inode: UInt64? = nil) {
+                bootID: String? = nil, inode: UInt64? = nil, date: String? = nil, acceptRangesNone: Bool = false,
+                contentEncoding: String? = nil) {
         self.urlHash = urlHash
         self.validators = validators
         self.totalLength = totalLength
@@ -140,5 +180,14 @@ public struct PartialState: Sendable, Equatable {
         self.updatedAt = updatedAt
         self.bootID = bootID
         self.inode = inode
+        self.date = date
+        self.acceptRangesNone = acceptRangesNone
+        self.contentEncoding = contentEncoding
+    }
+
+    /// The response that began the partial, as §7's rule reads it (`ResumeRule`).
+    public var response: ResponseFacts {
+        ResponseFacts(etag: validators.etag, lastModified: validators.lastModified, date: date, acceptRangesNone: acceptRangesNone,
+                      contentEncoding: contentEncoding)
     }
 }

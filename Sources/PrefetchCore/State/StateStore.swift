@@ -134,6 +134,29 @@ public final class StateStore {
             PRIMARY KEY (feed, number)
         ) WITHOUT ROWID;
         """,
+        // 2 → 3: what SPEC §7's one resumable rule reads of a response (`ResumeRule`): its
+        // Date (a Last-Modified is strong only 60 s before it), Accept-Ranges: none and
+        // Content-Encoding — of the response that began each partial, and of each
+        // resource's last 2xx response (§6's deadline rule), with when that was recorded
+        // (NULL: no response recorded, "never fetched"). Older records are judged
+        // conservatively: a copy placed before keeps its validators as its last response,
+        // with no Date, so a Last-Modified alone is weak; a partial's missing Date makes its
+        // Last-Modified weak too (it restarts unless a strong ETag or a sha256 carries it).
+        // An unknown Accept-Ranges counts as not `none`: If-Range still guards the resume.
+        """
+        ALTER TABLE partials ADD COLUMN date TEXT;
+        ALTER TABLE partials ADD COLUMN accept_ranges_none INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE partials ADD COLUMN content_encoding TEXT;
+        ALTER TABLE resources ADD COLUMN response_etag TEXT;
+        ALTER TABLE resources ADD COLUMN response_last_modified TEXT;
+        ALTER TABLE resources ADD COLUMN response_date TEXT;
+        ALTER TABLE resources ADD COLUMN response_accept_ranges_none INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE resources ADD COLUMN response_encoding TEXT;
+        ALTER TABLE resources ADD COLUMN response_length INTEGER;
+        ALTER TABLE resources ADD COLUMN response_at INTEGER;
+        UPDATE resources SET response_etag = etag, response_last_modified = last_modified, response_length = length,
+            response_at = placed_at WHERE placed_at IS NOT NULL;
+        """,
     ]
 
     /// The URL a resource has now, for re-keying version 1's hashes (nil: no longer listed).
@@ -237,7 +260,10 @@ public final class StateStore {
         snapshot.feeds = try feedStates()
         let resources = try db.prepare("""
             SELECT feed, path, url_hash, etag, last_modified, length, sha256, placed_at, validated_at,
-                   last_success, last_error, failures, failure_release, permanent, next_retry, failure_entry FROM resources
+                   last_success, last_error, failures, failure_release, permanent, next_retry, failure_entry,
+                   response_etag, response_last_modified, response_date, response_accept_ranges_none, response_encoding, response_at,
+                   response_length
+            FROM resources
             """)
         while try resources.step() {
             var state = ResourceState(urlHash: resources.text(2) ?? "")
@@ -253,10 +279,16 @@ public final class StateStore {
             state.permanentFailure = resources.int(13) == 1
             state.nextRetry = resources.instant(14)
             state.failureEntry = resources.text(15)
+            if resources.int(21) != nil {
+                state.lastResponse = ResponseFacts(etag: resources.text(16), lastModified: resources.text(17), date: resources.text(18),
+                                                   acceptRangesNone: resources.int(19) == 1, contentEncoding: resources.text(20))
+                state.lastResponseLength = resources.int(22).map { UInt64(bitPattern: $0) }
+            }
             snapshot.resources[ResourceKey(feed: resources.text(0) ?? "", path: resources.text(1) ?? "")] = state
         }
         let partials = try db.prepare("""
-            SELECT feed, path, url_hash, etag, last_modified, total_length, synced_offset, updated_at, boot_id, inode FROM partials
+            SELECT feed, path, url_hash, etag, last_modified, total_length, synced_offset, updated_at, boot_id, inode,
+                   date, accept_ranges_none, content_encoding FROM partials
             """)
         while try partials.step() {
             let key = ResourceKey(feed: partials.text(0) ?? "", path: partials.text(1) ?? "")
@@ -264,7 +296,8 @@ public final class StateStore {
                                        validators: Validators(etag: partials.text(3), lastModified: partials.text(4)),
                                        totalLength: partials.int(5).map { UInt64(bitPattern: $0) },
                                        syncedOffset: UInt64(bitPattern: partials.int(6) ?? 0), updatedAt: partials.instant(7) ?? Instant(seconds: 0),
-                                       bootID: partials.text(8), inode: partials.int(9).map { UInt64(bitPattern: $0) })
+                                       bootID: partials.text(8), inode: partials.int(9).map { UInt64(bitPattern: $0) },
+                                       date: partials.text(10), acceptRangesNone: partials.int(11) == 1, contentEncoding: partials.text(12))
             snapshot.resources[key, default: ResourceState(urlHash: partial.urlHash)].partial = partial
         }
         let metered = try db.prepare("SELECT feed, day, bytes FROM metered_usage")
@@ -325,21 +358,38 @@ public final class StateStore {
     /// Records a verified copy placed (or confirmed by a 304) at `time`; clears failures and,
     /// unless the caller knows there is none (`clearPartial: false`), the partial's record.
     /// A 304 (`placed: false`) keeps the placed copy's recorded length and sha256.
+    /// `response`: the 2xx response that delivered a placed copy, recorded as the resource's
+    /// last (`recordResponse`); nil keeps the one recorded.
     public func recordValidated(_ key: ResourceKey, urlHash: String, validators: Validators, length: UInt64?,
-                                sha256: String?, placed: Bool, at time: Instant, clearPartial: Bool = true) throws(SQLiteError) {
+                                sha256: String?, placed: Bool, at time: Instant, clearPartial: Bool = true,
+                                response: ResponseFacts? = nil) throws(SQLiteError) {
         func upsert() throws(SQLiteError) {
             try db.run("""
-                INSERT INTO resources (feed, path, url_hash, etag, last_modified, length, sha256, placed_at, validated_at, last_success, failures, permanent)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0)
+                INSERT INTO resources (feed, path, url_hash, etag, last_modified, length, sha256, placed_at, validated_at, last_success, failures, permanent,
+                                       response_etag, response_last_modified, response_date, response_accept_ranges_none, response_encoding, response_at,
+                                       response_length)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (feed, path) DO UPDATE SET url_hash = excluded.url_hash, etag = excluded.etag,
                     last_modified = excluded.last_modified,
                     length = CASE WHEN excluded.placed_at IS NULL THEN resources.length ELSE excluded.length END,
                     sha256 = CASE WHEN excluded.placed_at IS NULL THEN resources.sha256 ELSE excluded.sha256 END,
                     placed_at = COALESCE(excluded.placed_at, resources.placed_at), validated_at = excluded.validated_at,
                     last_success = excluded.last_success, last_error = NULL, last_error_at = NULL, failures = 0,
-                    failure_release = NULL, permanent = 0, next_retry = NULL, failure_entry = NULL
+                    failure_release = NULL, permanent = 0, next_retry = NULL, failure_entry = NULL,
+                    response_etag = CASE WHEN excluded.response_at IS NULL THEN resources.response_etag ELSE excluded.response_etag END,
+                    response_last_modified = CASE WHEN excluded.response_at IS NULL THEN resources.response_last_modified
+                                                  ELSE excluded.response_last_modified END,
+                    response_date = CASE WHEN excluded.response_at IS NULL THEN resources.response_date ELSE excluded.response_date END,
+                    response_accept_ranges_none = CASE WHEN excluded.response_at IS NULL THEN resources.response_accept_ranges_none
+                                                       ELSE excluded.response_accept_ranges_none END,
+                    response_encoding = CASE WHEN excluded.response_at IS NULL THEN resources.response_encoding ELSE excluded.response_encoding END,
+                    response_at = COALESCE(excluded.response_at, resources.response_at),
+                    response_length = CASE WHEN excluded.response_at IS NULL THEN resources.response_length ELSE excluded.response_length END
                 """, [.text(key.feed), .text(key.path), .text(urlHash), .optional(validators.etag), .optional(validators.lastModified),
-                      .optional(length), .optional(sha256), placed ? .instant(time) : .null, .instant(time), .instant(time)])
+                      .optional(length), .optional(sha256), placed ? .instant(time) : .null, .instant(time), .instant(time),
+                      .optional(response?.etag), .optional(response?.lastModified), .optional(response?.date),
+                      .int(response?.acceptRangesNone == true ? 1 : 0), .optional(response?.contentEncoding),
+                      response == nil ? .null : .instant(time), response == nil ? .null : .optional(length)])
         }
         guard clearPartial else { return try upsert() }
         try db.transaction { () throws(SQLiteError) in
@@ -378,11 +428,31 @@ public final class StateStore {
     /// Records (or replaces) the partial of a resource.
     public func recordPartial(_ key: ResourceKey, _ partial: PartialState) throws(SQLiteError) {
         try db.run("""
-            INSERT OR REPLACE INTO partials (feed, path, url_hash, etag, last_modified, total_length, synced_offset, updated_at, boot_id, inode)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT OR REPLACE INTO partials (feed, path, url_hash, etag, last_modified, total_length, synced_offset, updated_at, boot_id, inode,
+                                             date, accept_ranges_none, content_encoding)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [.text(key.feed), .text(key.path), .text(partial.urlHash), .optional(partial.validators.etag),
                   .optional(partial.validators.lastModified), .optional(partial.totalLength),
-                  .optional(partial.syncedOffset), .instant(partial.updatedAt), .optional(partial.bootID), .optional(partial.inode)])
+                  .optional(partial.syncedOffset), .instant(partial.updatedAt), .optional(partial.bootID), .optional(partial.inode),
+                  .optional(partial.date), .int(partial.acceptRangesNone ? 1 : 0), .optional(partial.contentEncoding)])
+    }
+
+    /// Records the resource's last 2xx response (§6's deadline rule judges by it whether a
+    /// cut transfer could resume), creating its record when there is none yet.
+    /// `length`: the whole file's length it announced, when it did.
+    public func recordResponse(_ key: ResourceKey, urlHash: String, _ response: ResponseFacts, length: UInt64?,
+                               at time: Instant) throws(SQLiteError) {
+        try db.run("""
+            INSERT INTO resources (feed, path, url_hash, response_etag, response_last_modified, response_date, response_accept_ranges_none,
+                                   response_encoding, response_at, response_length)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (feed, path) DO UPDATE SET response_etag = excluded.response_etag,
+                response_last_modified = excluded.response_last_modified, response_date = excluded.response_date,
+                response_accept_ranges_none = excluded.response_accept_ranges_none, response_encoding = excluded.response_encoding,
+                response_at = excluded.response_at, response_length = excluded.response_length
+            """, [.text(key.feed), .text(key.path), .text(urlHash), .optional(response.etag), .optional(response.lastModified),
+                  .optional(response.date), .int(response.acceptRangesNone ? 1 : 0), .optional(response.contentEncoding), .instant(time),
+                  .optional(length)])
     }
 
     /// Group commit: writes between `begin` and `commit` land together (the engine commits

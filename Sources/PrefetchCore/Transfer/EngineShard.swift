@@ -177,7 +177,8 @@ final class EngineShard: @unchecked Sendable {
         case .wait: return .wait
         case .refuse:  // waits for tomorrow's budget (the plan says so)
             summary.count(.paused, feed: job.feed.name)
-            board.emit(.paused(job.key, reason: "metered budget used", offset: job.partial?.syncedOffset ?? 0))
+            board.emit(.paused(job.key, reason: "metered budget used", partial: job.partial.map { .kept($0.syncedOffset) } ?? .none,
+                               refusedResume: job.refusedResume))
             return .refuse
         }
     }
@@ -208,7 +209,15 @@ final class EngineShard: @unchecked Sendable {
     // MARK: Starting
 
     private func start(_ planned: TransferJob) {
-        let job = cachedCopyIsIntact(planned) ? planned : planned.withoutCachedCopy
+        var job = cachedCopyIsIntact(planned) ? planned : planned.withoutCachedCopy
+        // A partial that cannot resume (§7's one rule) is discarded when it is found: the
+        // file starts from zero, and no record of it is left behind.
+        if let partial = job.partial,
+           !ResumeRule.judge(partial.response, sha256Given: job.resource.sha256 != nil, encoding: job.resource.encoding).isResumable {
+            cache.removePartial(CacheFolder.partialName(feed: job.key.feed, path: job.key.path))
+            ledger.partialRemoved(job.key)
+            job.partial = nil
+        }
         let easy: CurlEasy
         do {
             easy = try handles.take(bufferSize: Transfer.bufferSize(job, limiter: limits.limiter(job.feed.name)))
@@ -287,7 +296,7 @@ final class EngineShard: @unchecked Sendable {
             case .complete(let bytes, let validators, let sha256):
                 complete(transfer, bytes: bytes, validators: validators, sha256: sha256)
             case .notModified(let validators):
-                ledger.validated(transfer, validators: validators, length: nil, sha256: nil, placedIn: nil, at: clock())
+                ledger.validated(transfer, validators: validators, length: nil, sha256: nil, placedIn: nil, response: nil, at: clock())
                 if transfer.file != nil || transfer.job.partial != nil { cache.removePartial(transfer.partialName) }
                 attempt(transfer, outcome: "not modified", error: nil)
                 summary.count(.fresh, feed: transfer.job.feed.name)
@@ -349,35 +358,57 @@ final class EngineShard: @unchecked Sendable {
             return
         }
         guard case .success(let (folder, createdIn)) = placed, transfer.renamed(nil) == nil else { return }
-        ledger.validated(transfer, validators: validators, length: bytes, sha256: sha256, placedIn: [folder] + createdIn, at: clock())
+        ledger.validated(transfer, validators: validators, length: bytes, sha256: sha256, placedIn: [folder] + createdIn,
+                         response: transfer.lastResponse, at: clock())
         attempt(transfer, outcome: "placed", error: nil)
         summary.count(.placed, feed: transfer.job.feed.name)
         summary.changedFeeds.insert(transfer.job.feed.name)
         board.emit(.placed(transfer.job.key, bytes: bytes, received: transfer.received, resumedAt: transfer.requestedFrom,
-                           seconds: Date().timeIntervalSince(transfer.startedAt)))
+                           seconds: Date().timeIntervalSince(transfer.startedAt), refusedResume: transfer.refusedResume))
     }
 
-    /// A transfer failed: its attempt is recorded, its partial kept (fsynced) or dropped,
-    /// then `retryOrReport`.
+    /// A transfer failed: its attempt is recorded, its partial kept (fsynced) when it can
+    /// resume, else dropped, then `retryOrReport`.
     private func fail(_ transfer: Transfer, _ failure: TransferFailure) {
         transfer.fail(failure)
         let job = transfer.job
         countMetered(transfer)
         attempt(transfer, outcome: "failed", error: failure.message, status: failure.httpStatus)
+        recordResponse(transfer)
         if failure.discardPartial || transfer.offset == 0 {
             cache.removePartial(transfer.partialName)
             ledger.partialRemoved(job.key)
+        } else if case .restart(let obstacle) = transfer.resumeVerdict {
+            // Not resumable (§7): its bytes are never kept for a resume that cannot happen.
+            let bytes = transfer.offset
+            cache.removePartial(transfer.partialName)
+            ledger.partialRemoved(job.key)
+            return retryOrReport(job, failure, transfer: transfer, discarded: (bytes, obstacle.description))
         } else {
             sync(transfer)
         }
         retryOrReport(job, failure, transfer: transfer)
     }
 
+    /// The resource's last 2xx response, when this transfer had one (§6's deadline rule).
+    private func recordResponse(_ transfer: Transfer) {
+        guard let response = transfer.lastResponse else { return }
+        ledger.response(transfer.job, response, length: transfer.expectedTotal, at: clock())
+    }
+
     /// What a failure means (`TransferStateMachine.afterFailure`, SPEC §5): the run pauses
     /// (a full disk), the job is retried within the run, or the failure is recorded and shown.
-    private func retryOrReport(_ job: TransferJob, _ failure: TransferFailure, transfer: Transfer?) {
+    /// `discarded`: the partial's bytes thrown away because it cannot resume, and why.
+    private func retryOrReport(_ job: TransferJob, _ failure: TransferFailure, transfer: Transfer?,
+                               discarded: (bytes: UInt64, why: String)? = nil) {
         let now = clock()
         var failure = failure
+        let refusedResume = transfer?.refusedResume ?? job.refusedResume
+        // The run's line says what became of a partial that cannot resume, and of a resume
+        // the server refused (the recorded error stays the failure's own).
+        var shown = failure.message
+        if let discarded { shown += " (\(ByteSize.format(discarded.bytes)) discarded: cannot resume: \(discarded.why))" }
+        if refusedResume > 0 { shown += "; " + ResumeRule.refusal(from: refusedResume) }
         let origin = failure.holdsOrigin.map { _ in job.resource.url.origin }
         var heldUntil: Instant?
         var hold: OriginHold?
@@ -391,7 +422,8 @@ final class EngineShard: @unchecked Sendable {
             if forTheRun { heldUntil = held.until }
             hold = held
         }
-        let durable = transfer.flatMap { $0.syncedOffset > 0 ? $0.partialRecord(syncedOffset: $0.syncedOffset, at: now) : nil }
+        let durable = discarded != nil ? nil
+            : transfer.flatMap { $0.syncedOffset > 0 ? $0.partialRecord(syncedOffset: $0.syncedOffset, at: now) : nil }
         var action = TransferStateMachine.afterFailure(failure, failures: job.failures, policy: job.feed.retry, durable: durable,
                                                        now: now, using: &random)
         // Held for the rest of the run: no probe follows in it; the resource waits for the hold's end.
@@ -402,7 +434,9 @@ final class EngineShard: @unchecked Sendable {
             summary.diskFull = true
             board.diskFull = true
             summary.count(.paused, feed: job.feed.name)
-            board.emit(.paused(job.key, reason: "disk full", offset: transfer?.syncedOffset ?? 0))
+            let fate: PartialFate = discarded.map { .discarded($0.bytes, because: $0.why) }
+                ?? (transfer.map { $0.syncedOffset > 0 ? .kept($0.syncedOffset) : .none } ?? job.partial.map { .kept($0.syncedOffset) } ?? .none)
+            board.emit(.paused(job.key, reason: "disk full", partial: fate, refusedResume: refusedResume))
             return
         case .retry(let at, _, _, _): nextRetry = at
         case .report(let at): nextRetry = at
@@ -413,17 +447,18 @@ final class EngineShard: @unchecked Sendable {
             var again = job
             again.failures = job.failures + 1
             again.notBefore = at
+            again.refusedResume = refusedResume
             if let keep {
                 again.partial = keep
-            } else if discard {
+            } else if discard || discarded != nil {
                 again.partial = nil
             }
             board.retry(again)
             // A held origin's request: its retry is the hold's probe (SPEC §7), so it says held.
             if let hold {
-                board.emit(.heldWithOrigin(job.key, message: failure.message, origin: hold.origin, until: hold.until, after: wait))
+                board.emit(.heldWithOrigin(job.key, message: shown, origin: hold.origin, until: hold.until, after: wait))
             } else {
-                board.emit(.retrying(job.key, message: failure.message, after: wait))
+                board.emit(.retrying(job.key, message: shown, after: wait))
             }
             return
         }
@@ -431,7 +466,7 @@ final class EngineShard: @unchecked Sendable {
         summary.count(.failed, feed: job.feed.name)
         summary.failures.append((job.key, failure.message))
         summary.changedFeeds.insert(job.feed.name)
-        board.emit(.failed(job.key, message: failure.message, retryAt: nextRetry, origin: origin))
+        board.emit(.failed(job.key, message: shown, retryAt: nextRetry, origin: origin))
     }
 
     /// The head and stall clocks of the running transfers (SPEC §7), looked at every 50 ms:
@@ -455,15 +490,28 @@ final class EngineShard: @unchecked Sendable {
 
     // MARK: Pausing and durability
 
+    /// Pauses a running transfer: a resumable partial is fsynced and kept (its record says
+    /// where the next run resumes), one that cannot resume (§7's one rule) is discarded.
     private func pause(_ transfer: Transfer, reason: String) {
         guard transfer.pause(reason) else { return }
         takeOut(transfer, reusable: false)
         board.probeEnded(transfer.job.resource.url)  // a paused probe says nothing of its origin
         countMetered(transfer)
-        sync(transfer)
+        recordResponse(transfer)
+        let fate: PartialFate
+        if transfer.offset == 0 {
+            fate = .none
+        } else if case .restart(let obstacle) = transfer.resumeVerdict {
+            fate = .discarded(transfer.offset, because: obstacle.description)
+            cache.removePartial(transfer.partialName)
+            ledger.partialRemoved(transfer.job.key)
+        } else {
+            sync(transfer)
+            fate = .kept(transfer.syncedOffset)
+        }
         attempt(transfer, outcome: "paused", error: reason)
         summary.count(.paused, feed: transfer.job.feed.name)
-        board.emit(.paused(transfer.job.key, reason: reason, offset: transfer.syncedOffset))
+        board.emit(.paused(transfer.job.key, reason: reason, partial: fate, refusedResume: transfer.refusedResume))
     }
 
     /// The periodic fsync of a running transfer's partial, off the loop; the offset is
@@ -500,6 +548,7 @@ final class EngineShard: @unchecked Sendable {
         let now = clock()
         for transfer in starting {
             ledger.partial(transfer.job.key, transfer.takeRecord(at: now))
+            recordResponse(transfer)  // a kill -9 from now on leaves the resource's last 2xx response known
         }
         let failure: (any Error)? = faults.reach(.partialRecord).map { SQLiteError(code: $0.code == ENOSPC ? 13 : 10, message: "\($0)") }
             ?? ledger.commit(force: true)

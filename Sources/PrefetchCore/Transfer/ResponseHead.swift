@@ -5,7 +5,8 @@
 extension ResponseRules.Head {
     /// The header names read, lowercase, in `set`'s order.
     private static let wanted: [[UInt8]] =
-        ["content-length", "content-range", "etag", "last-modified", "location", "retry-after", "content-encoding"].map { Array($0.utf8) }
+        ["content-length", "content-range", "etag", "last-modified", "location", "retry-after", "content-encoding",
+         "date", "accept-ranges"].map { Array($0.utf8) }
 
     /// Takes one line of the head (with or without its CR LF); returns whether it is the
     /// blank line that ends a head.
@@ -63,7 +64,10 @@ extension ResponseRules.Head {
         case 2: etag = value
         case 3: lastModified = value
         case 5: retryAfter = value
-        default: contentEncoding = value
+        case 6: contentEncoding = value
+        // What §7's resumable rule reads of a response (`ResumeRule`, `facts`).
+        case 7: date = value
+        default: acceptRanges = value
         }
     }
 
@@ -91,5 +95,13 @@ extension ResponseRules.Head {
     private mutating func takeLocation(_ value: UnsafeRawBufferPointer) {
         locationLength = value.count
         location = value.count <= ResponseRules.maxLocationBytes ? String(decoding: value, as: UTF8.self) : nil
+    }
+}
+
+extension ResponseRules.Head {
+    /// What §7's resumable rule reads of this response (recorded with the partial it begins).
+    var facts: ResponseFacts {
+        ResponseFacts(etag: etag, lastModified: lastModified, date: date, acceptRangesNone: ResumeRule.saysNone(acceptRanges),
+                      contentEncoding: ResumeRule.normalized(contentEncoding))
     }
 }

@@ -15,7 +15,7 @@ enum ResponseRules {
         /// Where the Range began: the bytes of the partial on disk it continues (0: the
         /// whole body was asked for).
         var resumeFrom: UInt64 = 0
-        /// Validators of the partial's version (sent in If-Range when strong).
+        /// Validators of the partial's version (its If-Range, when it has one: `ResumeRule`).
         var partialValidators = Validators()
         /// The partial's recorded total length, when known.
         var partialTotal: UInt64?
@@ -41,6 +41,9 @@ enum ResponseRules {
         var contentEncoding: String?
         var retryAfter: String?
         var location: String?
+        /// `Date` and `Accept-Ranges`, for §7's resumable rule (`facts`).
+        var date: String?
+        var acceptRanges: String?
         /// Why the head makes the response invalid (RFC 9112 §6.3: a Content-Length that is
         /// not one decimal number of at most 63 bits, or two that differ), or nil.
         var invalid: String? = nil
@@ -75,19 +78,6 @@ enum ResponseRules {
         /// 3xx with a Location to follow (the caller checks scheme, loops and count).
         case redirect
         case failed(TransferFailure)
-    }
-
-    // MARK: The request
-
-    /// Whether `trusted` bytes of a partial are resumed, and the If-Range that guards it
-    /// (FAULTS 1, 7, 8): a strong ETag, else Last-Modified — never a weak ETag (RFC 9110
-    /// §13.1.5); with no validator only when a `sha256` will check the result; else the
-    /// file restarts from zero (`from` 0).
-    static func resume(trusted: UInt64, validators: Validators, sha256Given: Bool) -> (from: UInt64, ifRange: String?) {
-        guard trusted > 0 else { return (0, nil) }
-        if let etag = validators.etag, !etag.hasPrefix("W/") { return (trusted, etag) }
-        if let lastModified = validators.lastModified { return (trusted, lastModified) }
-        return sha256Given ? (trusted, nil) : (0, nil)
     }
 
     // MARK: The head as it arrives (SPEC §7)

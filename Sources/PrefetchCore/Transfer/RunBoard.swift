@@ -133,7 +133,8 @@ final class RunBoard: @unchecked Sendable {
                         take(later)
                         // A retry that will not start now is paused, its partial kept.
                         if queue[later].notBefore != .distantPast {
-                            emit(.paused(queue[later].key, reason: reason, offset: queue[later].partial?.syncedOffset ?? 0))
+                            emit(.paused(queue[later].key, reason: reason, partial: queue[later].partial.map { .kept($0.syncedOffset) } ?? .none,
+                                         refusedResume: queue[later].refusedResume))
                         }
                     }
                     feedQueues[f].head = jobs.count
@@ -357,7 +358,7 @@ final class RunBoard: @unchecked Sendable {
         eventLock.lock()
         defer { eventLock.unlock() }
         switch event {  // a transfer that ended leaves the progress lines at once, not at its shard's next tick
-        case .placed(let key, _, _, _, _), .fresh(let key), .paused(let key, _, _), .retrying(let key, _, _), .failed(let key, _, _, _),
+        case .placed(let key, _, _, _, _, _), .fresh(let key), .paused(let key, _, _, _), .retrying(let key, _, _), .failed(let key, _, _, _),
              .heldWithOrigin(let key, _, _, _, _):
             if progressByShard.count > 1 {
                 for shard in progressByShard.indices { progressByShard[shard].removeAll { $0.key == key } }

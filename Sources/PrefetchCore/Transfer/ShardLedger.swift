@@ -36,11 +36,19 @@ struct ShardLedger {
 
     /// The copy was confirmed (304) or replaced (`placed`, with its length and SHA-256,
     /// written after the folders that received it are fsynced).
+    /// `response`: the 2xx response of a placed copy (the resource's last, §6's deadline rule).
     mutating func validated(_ transfer: Transfer, validators: Validators, length: UInt64?, sha256: String?, placedIn folders: [FileDescriptor]?,
-                            at now: Instant) {
+                            response: ResponseFacts?, at now: Instant) {
         record(placedIn: folders ?? []) { [job = transfer.job, clearPartial = transfer.partialRecorded] state in
             try state.recordValidated(job.key, urlHash: job.urlHash, validators: validators, length: length, sha256: sha256,
-                                      placed: folders != nil, at: now, clearPartial: clearPartial)
+                                      placed: folders != nil, at: now, clearPartial: clearPartial, response: response)
+        }
+    }
+
+    /// The resource's last 2xx response, of a transfer that did not place its file.
+    mutating func response(_ job: TransferJob, _ response: ResponseFacts, length: UInt64?, at now: Instant) {
+        record { [key = job.key, urlHash = job.urlHash] state in
+            try state.recordResponse(key, urlHash: urlHash, response, length: length, at: now)
         }
     }
 

@@ -86,7 +86,8 @@ final class Transfer {
         self.partialName = partialName
         self.createFile = createFile
         machine = TransferStateMachine(url: job.resource.url, size: job.resource.size, maxSize: job.resource.maxSize, globalCap: globalCap,
-                                       sha256: job.resource.sha256, cachedValidators: job.cachedValidators, partial: job.partial)
+                                       sha256: job.resource.sha256, encoding: job.resource.encoding, cachedValidators: job.cachedValidators,
+                                       partial: job.partial)
         let trusted = job.partial.flatMap { partial in
             PartialTrust.trustedLength(record: partial, urlHash: job.urlHash, file: existing.map { ($0.size, $0.inode) }, bootID: bootID)
         }
@@ -107,6 +108,12 @@ final class Transfer {
     var expectedTotal: UInt64? { machine.expectedTotal }
     var partialValidators: Validators { machine.partialValidators }
     var partialRecorded: Bool { machine.partialRecorded }
+    /// Whether the partial could resume once this transfer stops (§7's one rule).
+    var resumeVerdict: ResumeRule.Verdict { machine.resumeVerdict }
+    /// The last 2xx response whose body began, if any.
+    var lastResponse: ResponseFacts? { machine.lastResponse }
+    /// Where a resume asked from, when the server answered it with the whole file (0: none).
+    var refusedResume: UInt64 { max(machine.refusedResume, job.refusedResume) }
     var pausedForRate: Bool { machine.hold == .rate }
     var pausedForBudget: Bool { machine.hold == .budget }
     /// Whether a response's body has begun (before: connecting or waiting for the answer).

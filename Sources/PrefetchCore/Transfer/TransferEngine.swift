@@ -6,10 +6,12 @@ enum RunEvent {
     case progress([TransferProgress])
     /// A file put in place: its size, the body bytes this transfer received (less than the
     /// size after a resume), where the received bytes continued the partial (0: from the
-    /// start) and the transfer's duration.
-    case placed(ResourceKey, bytes: UInt64, received: UInt64, resumedAt: UInt64, seconds: Double)
+    /// start) and the transfer's duration; `refusedResume`: where a resume of this run
+    /// asked from, when the server answered it with the whole file (0: none).
+    case placed(ResourceKey, bytes: UInt64, received: UInt64, resumedAt: UInt64, seconds: Double, refusedResume: UInt64 = 0)
     case fresh(ResourceKey)
-    case paused(ResourceKey, reason: String, offset: UInt64)
+    /// A transfer paused (resumably or not: `partial` says what became of its bytes).
+    case paused(ResourceKey, reason: String, partial: PartialFate, refusedResume: UInt64 = 0)
     case retrying(ResourceKey, message: String, after: Int64)
     /// A request failed in a way that holds its origin (SPEC §6, §7), and the resource is not
     /// given up in this run: what becomes of it is the hold's to say (its probe, at `until`,
@@ -21,6 +23,19 @@ enum RunEvent {
     case held(origin: String, reason: String, until: Instant, resources: Int)
     /// state.db could not be written (once per run): not about one resource.
     case stateError(String)
+}
+
+/// What became of a stopped transfer's partial (SPEC §7 "Partials as the run sees them").
+enum PartialFate: Equatable {
+    /// Nothing of it is on disk.
+    case none
+    /// Resumable: kept, and the next run resumes from this offset.
+    case kept(UInt64)
+    /// Not resumable (`ResumeRule`): these bytes were thrown away, for this reason.
+    case discarded(UInt64, because: String)
+
+    /// The bytes kept for resume (0: none).
+    var kept: UInt64 { if case .kept(let bytes) = self { bytes } else { 0 } }
 }
 
 /// One active transfer's figures for a progress line.

@@ -22,6 +22,9 @@ struct TransferJob {
     var failures: Int
     /// Not started before this instant (a retry within the run).
     var notBefore: Instant = .distantPast
+    /// Where an earlier attempt of this run asked to resume, when the server answered with
+    /// the whole file (0: none): the line the resource ends with says so.
+    var refusedResume: UInt64 = 0
 }
 
 extension TransferJob {

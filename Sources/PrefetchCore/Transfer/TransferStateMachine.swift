@@ -108,6 +108,8 @@ struct TransferStateMachine {
     private let resourceURL: ResourceURL
     private let size: UInt64?
     private let sha256: String?
+    /// The transfer's `encoding` mode (§7's resumable rule reads it).
+    let encoding: EncodingMode
     private let cachedValidators: Validators?
     /// The partial state.db recorded for this resource, if any.
     private let recordedPartial: PartialState?
@@ -140,8 +142,16 @@ struct TransferStateMachine {
     /// Counts the partial's restarts from zero: an fsync begun before one says nothing of
     /// the bytes written after it (`synced`).
     private(set) var epoch = 0
+    /// What the response that began the partial's bytes said (§7's resumable rule).
+    private(set) var partialResponse = ResponseFacts()
     /// Validators of the response that produced the partial's bytes.
-    private(set) var partialValidators = Validators()
+    var partialValidators: Validators { partialResponse.validators }
+    /// The last 2xx response whose body began (nil: none yet): the resource's record keeps
+    /// it for §6's deadline rule.
+    private(set) var lastResponse: ResponseFacts?
+    /// Where a resume asked from, when the server answered it with the whole file (a 200 to
+    /// a Range): the run's line says so (SPEC §7 "Run summary").
+    private(set) var refusedResume: UInt64 = 0
     private(set) var expectedTotal: UInt64?
     /// The last byte a 206 being appended may write (its Content-Range's end): nothing past
     /// it reaches the partial.
@@ -155,9 +165,10 @@ struct TransferStateMachine {
     /// Why libcurl is stopped, if it is.
     private(set) var hold: Hold?
 
-    init(url: ResourceURL, size: UInt64?, maxSize: UInt64?, globalCap: UInt64, sha256: String?,
+    init(url: ResourceURL, size: UInt64?, maxSize: UInt64?, globalCap: UInt64, sha256: String?, encoding: EncodingMode = .refuse,
          cachedValidators: Validators?, partial: PartialState?) {
         resourceURL = url
+        self.encoding = encoding
         self.url = url.text
         self.size = size
         self.sha256 = sha256
@@ -202,24 +213,29 @@ struct TransferStateMachine {
     // MARK: Starting
 
     /// FAULTS 2, 3, 7, 8: of the partial found, `trusted` bytes may be kept (`PartialTrust`);
-    /// they are resumed with If-Range on a strong ETag (never a weak one), else
-    /// Last-Modified, else only when a sha256 will check the result. Returns the bytes to
-    /// keep (0: the partial is replaced when a body begins); the caller reads them into the
+    /// they are resumed when the partial is resumable (`ResumeRule`: If-Range on its strong
+    /// validator, or none when a sha256 will check the result). Returns the bytes to keep
+    /// (0: the partial is replaced when a body begins); the caller reads them into the
     /// digest and calls `resumeFailed` when it cannot.
     mutating func resume(trusted: UInt64?) -> UInt64 {
         precondition(state == .queued)
-        guard let trusted, let partial = recordedPartial else { return 0 }
-        let plan = ResponseRules.resume(trusted: trusted, validators: partial.validators, sha256Given: sha256 != nil)
-        guard plan.from > 0 else { return 0 }
-        ifRange = plan.ifRange
-        partialValidators = partial.validators
-        offset = plan.from
-        requestedFrom = plan.from
+        guard let trusted, trusted > 0, let partial = recordedPartial else { return 0 }
+        guard case .resume(let guardedBy) = ResumeRule.judge(partial.response, sha256Given: sha256 != nil, encoding: encoding) else { return 0 }
+        ifRange = guardedBy
+        partialResponse = partial.response
+        offset = trusted
+        requestedFrom = trusted
         // Durable for certain: what an fsync recorded, not more (the rest is trusted only in this boot).
-        syncedOffset = min(plan.from, partial.syncedOffset)
+        syncedOffset = min(trusted, partial.syncedOffset)
         // A partial is resumed, not revalidated: a 304 is never "complete" for it (FAULTS 11).
         conditional = false
-        return plan.from
+        return trusted
+    }
+
+    /// Whether the partial being written (or kept) could resume after this transfer stops
+    /// (§7's one rule, on the response that began it).
+    var resumeVerdict: ResumeRule.Verdict {
+        ResumeRule.judge(partialResponse, sha256Given: sha256 != nil, encoding: encoding)
     }
 
     /// The kept bytes could not be read back: the transfer starts from zero.
@@ -304,7 +320,11 @@ struct TransferStateMachine {
         // A body follows a whole head (libcurl gives the blank line first; a test may not).
         if !headComplete, !headLineJudged(ended: true) { return .discard }
         let restart: Bool
-        switch ResponseRules.onHead(asked, head) {
+        let decision = ResponseRules.onHead(asked, head)
+        if (200..<300).contains(head.status) {
+            if case .cachedCopy = decision {} else { lastResponse = head.facts }
+        }
+        switch decision {
         case .noBody:
             state = .discarding
             return .discard
@@ -320,13 +340,14 @@ struct TransferStateMachine {
             restart = false
         case .restart(let total):
             restart = requestedFrom > 0 || offset > 0
+            if requestedFrom > 0 { refusedResume = requestedFrom }  // a 200 to a Range: the server refused the resume
             if restart { restartFromZero() }
             expectedTotal = total
         }
         state = .receiving
-        // A new version starts: its validators belong to the partial (SPEC §5).
+        // A new version starts: its validators (and what §7's rule reads) belong to the partial (SPEC §5).
         if head.status != 206 || partialValidators == Validators() {
-            partialValidators = Validators(etag: head.etag, lastModified: head.lastModified)
+            partialResponse = head.facts
         }
         // A body begins: its record (these validators, this boot) is written before it grows.
         recordCommitted = false
@@ -340,7 +361,7 @@ struct TransferStateMachine {
         offset = 0
         requestedFrom = 0
         syncedOffset = 0
-        partialValidators = Validators()
+        partialResponse = ResponseFacts()
     }
 
     /// A chunk of `count` body bytes arrived. The record comes first (SPEC §5), then the cap,
@@ -431,7 +452,8 @@ struct TransferStateMachine {
     func partialRecord(urlHash: String, syncedOffset offset: UInt64, validators: Validators? = nil, total: UInt64?? = nil,
                        bootID: String, inode: UInt64?, at time: Instant) -> PartialState {
         PartialState(urlHash: urlHash, validators: validators ?? partialValidators, totalLength: total ?? expectedTotal,
-                     syncedOffset: offset, updatedAt: time, bootID: bootID, inode: inode)
+                     syncedOffset: offset, updatedAt: time, bootID: bootID, inode: inode, date: partialResponse.date,
+                     acceptRangesNone: partialResponse.acceptRangesNone, contentEncoding: partialResponse.contentEncoding)
     }
 
     // MARK: The end

@@ -23,6 +23,17 @@ struct OriginResource: Sendable {
     /// Sent with 200, 206 and 304 answers when set (`max-age=86400`, `no-cache`): what a
     /// shared cache in front of the origin may keep, and for how long.
     var cacheControl: String?
+    /// The `Date` its answers carry: now (as every server), none, or this many seconds after
+    /// `lastModified` (how old the file looks; RFC 9110 §8.8.2.2 makes a Last-Modified strong
+    /// for a client only 60 s before the Date).
+    var date: OriginDate = .now
+    /// Says `Accept-Ranges: none`, and answers every `Range` with the whole file (200).
+    var acceptRangesNone = false
+    /// Behaves as Apache httpd 2.4 does for a file last modified at that time: `Last-Modified`
+    /// is its mtime, the ETag (`etag`) is weak while the file is at most a second old
+    /// (`ap_make_etag`), and a date in `If-Range` holds only when it is the Last-Modified and
+    /// the file is at least 60 s old (otherwise: 200, the whole file).
+    var apache: ApacheFile?
 
     init(_ body: [UInt8], etag: String? = nil, lastModified: String? = nil, cacheControl: String? = nil) {
         self.body = body
@@ -34,6 +45,23 @@ struct OriginResource: Sendable {
     init(text: String, etag: String? = nil, lastModified: String? = nil) {
         self.init(Array(text.utf8), etag: etag, lastModified: lastModified)
     }
+}
+
+/// The `Date` header of a resource's answers.
+enum OriginDate: Sendable, Equatable {
+    case now
+    case none
+    /// `lastModified` plus this many seconds.
+    case afterLastModified(Int)
+}
+
+/// When an Apache-served file (`OriginResource.apache`) was last modified.
+enum ApacheFile: Sendable, Equatable {
+    /// At this time (seconds since the epoch).
+    case modified(time_t)
+    /// In the second the origin first answers for it (a file published just now): its first
+    /// answer has a weak ETag and a Last-Modified equal to its Date, however slow the client.
+    case publishedAtFirstRequest
 }
 
 /// One misbehaviour, applied to one request.
@@ -222,6 +250,8 @@ private final class OriginEngine: @unchecked Sendable {
     var faults: [String: [OriginFault]] = [:]
     var recorded: [RecordedRequest] = []
     var bytesSent: [String: Int] = [:]
+    /// When each `ApacheFile.publishedAtFirstRequest` path was first answered.
+    var published: [String: time_t] = [:]
     var clients: Set<Int32> = []
     var stopped = false
     var silent = false
@@ -577,8 +607,23 @@ private final class OriginConnection {
 
     private func serve(_ resource: OriginResource, request: ParsedRequest, fault: OriginFault?, close: Bool) -> Bool {
         var etag = resource.etag
+        var lastModified = resource.lastModified
+        let now = time(nil)
+        let publishedAt: time_t? = switch resource.apache {
+        case .modified(let time): time
+        case .publishedAtFirstRequest: engine.locked { engine.published[answering] ?? { engine.published[answering] = now; return now }() }
+        case nil: nil
+        }
+        if let published = publishedAt {  // Apache's file: its mtime, and a weak ETag while it is this second's
+            lastModified = HTTPDate.format(published)
+            if let tag = etag, now - published <= 1, !tag.hasPrefix("W/") { etag = "W/" + tag }
+        }
         if case .weakETag = fault, let strong = etag, !strong.hasPrefix("W/") { etag = "W/" + strong }
-        let lastModified = resource.lastModified
+        let date: String? = switch resource.date {
+        case .now: HTTPDate.format(now)
+        case .none: nil
+        case .afterLastModified(let seconds): lastModified.flatMap(HTTPDate.parse).map { HTTPDate.format(time_t($0 + seconds)) }
+        }
         let total = resource.body.count
         var validators: [(String, String)] = []
         if let etag { validators.append(("ETag", etag)) }
@@ -601,7 +646,7 @@ private final class OriginConnection {
             notModified = modifiedTime <= sinceTime
         }
         if notModified {
-            let head = responseHead(304, headers: validators, close: close)
+            let head = responseHead(304, headers: validators, close: close, date: date)
             guard sendAll(head[...]) else { return false }
             return !(close || hangUp)
         }
@@ -610,8 +655,12 @@ private final class OriginConnection {
         var selected: ClosedRange<Int>?
         var ignoreRange = false
         if case .ignoreRange = fault { ignoreRange = true }
-        if !ignoreRange, let rangeHeader = request.header("range"),
-           HTTPValidators.ifRangeHolds(request.header("if-range"), etag: etag, lastModified: lastModified) {
+        if resource.acceptRangesNone { ignoreRange = true }
+        // Apache: a date in If-Range is a strong validator only once the file is 60 s old.
+        let ifRange = request.header("if-range")
+        let youngDate = publishedAt.map { now - $0 < 60 } == true && ifRange.map { !$0.hasPrefix("\"") && !$0.hasPrefix("W/") } == true
+        if !ignoreRange, !youngDate, let rangeHeader = request.header("range"),
+           HTTPValidators.ifRangeHolds(ifRange, etag: etag, lastModified: lastModified) {
             switch HTTPValidators.parseRange(rangeHeader, length: total) {
             case .ignore:
                 break
@@ -638,11 +687,11 @@ private final class OriginConnection {
             headers.append(("Content-Length", String(body.count)))
         }
         headers += validators
-        headers.append(("Accept-Ranges", "bytes"))
+        headers.append(("Accept-Ranges", resource.acceptRangesNone ? "none" : "bytes"))
         if let selected { headers.append(("Content-Range", "bytes \(selected.lowerBound)-\(selected.upperBound)/\(total)")) }
 
         let head = responseHead(selected == nil ? 200 : 206, headers: headers, close: close,
-                                announceKeepAlive: !hangUp)
+                                announceKeepAlive: !hangUp, date: date)
         guard sendAll(head[...]) else { return false }
         if request.method == "HEAD" { return !(close || hangUp) }
 
@@ -727,11 +776,12 @@ private final class OriginConnection {
         return !close
     }
 
+    /// `date`: the `Date` to send (nil: none).
     private func responseHead(_ status: Int, headers: [(String, String)], close: Bool,
-                              announceKeepAlive: Bool = true) -> [UInt8] {
+                              announceKeepAlive: Bool = true, date: String? = HTTPDate.format(time(nil))) -> [UInt8] {
         var text = "HTTP/1.1 \(status) \(Self.reason(status))\r\n"
         text += "Server: prefetch-test-origin\r\n"
-        text += "Date: \(HTTPDate.format(time(nil)))\r\n"
+        if let date { text += "Date: \(date)\r\n" }
         for (name, value) in headers { text += "\(name): \(value)\r\n" }
         if close {
             text += "Connection: close\r\n"
