@@ -93,13 +93,15 @@ import TestSupport
         }
     }
 
-    /// The migration that adds the column: copies placed before it were stored under the
-    /// only behaviour there was, `refuse` (an encoded body was refused).
+    /// The migration that adds the column (version 3 → 4, after the partials' version 3):
+    /// copies placed before it were stored under the only behaviour there was, `refuse` (an
+    /// encoded body was refused).
     @Test func aCopyRecordedBeforeTheColumnReadsAsRefuse() throws {
         let folder = try TemporaryFolder()
         let path = folder.path + "/state.db"
         let db = try SQLiteConnection(path: path, readOnly: false)
-        let previous = StateStore.schemaVersion - 1
+        let previous = 3
+        #expect(StateStore.migrations[previous].contains("ADD COLUMN copy_encoding"))
         for migration in StateStore.migrations.prefix(previous) { try db.execute(migration) }
         try db.execute("PRAGMA user_version = \(previous)")
         let hash = try ResourceURL.parse("https://e.com/a.tar.gz").identityHash

@@ -94,6 +94,47 @@ import Testing
         }
     }
 
+    /// SPEC §7 "Responses": an invalid response is invalid whatever its encoding — an invalid
+    /// Content-Length, or a 206 whose Content-Range cannot be, under every mode and every
+    /// Content-Encoding: one transient failure that says nothing of the origin, never an
+    /// encoding's refusal (a `mismatch` would not be retried in the run).
+    @Test func anInvalidResponseIsInvalidWhateverItsEncoding() {
+        let impossibleRanges = ["bytes 999-0/1000", "bytes -0-999/1000", "bytes 0-999/900", "bytes x-y/z", "bytes=0-999/1000", nil]
+        var combinations = 0
+        for (field, _, _) in Self.fields {
+            for mode in EncodingMode.allCases {
+                for resumed in [false, true] {
+                    let request = ResponseRules.Request(resumeFrom: resumed ? 400 : 0, partialTotal: resumed ? 1000 : nil, encoding: mode,
+                                                        offered: mode == .decode ? Self.offered : [], partialEncoding: resumed ? "gzip" : nil)
+                    var cases: [(String, ResponseRules.Head)] = []
+                    for range in impossibleRanges {
+                        var head = ResponseRules.Head(status: 206, etag: "\"c1\"")
+                        head.contentRange = range
+                        cases.append(("206 with Content-Range \(range ?? "(none)")", head))
+                    }
+                    for status in [200, 206] {
+                        var head = ResponseRules.Head(status: status, etag: "\"c1\"")
+                        head.contentRange = status == 206 ? "bytes \(resumed ? 400 : 0)-999/1000" : nil
+                        head.invalid = "Content-Length \"ten\" is not a decimal number"
+                        cases.append(("\(status) with an invalid Content-Length", head))
+                    }
+                    for (what, var head) in cases {
+                        combinations += 1
+                        head.contentEncoding = field
+                        let label = "\(what), Content-Encoding \(field ?? "(none)"), encoding: \(mode), resumed \(resumed)"
+                        guard case .refuse(let failure) = ResponseRules.onHead(request, head) else {
+                            Issue.record("\(label): not refused")
+                            continue
+                        }
+                        #expect(failure.invalidResponse && failure.kind == .transient && failure.holdsOrigin == nil
+                                && failure.message.hasPrefix("invalid response: "), "\(label): \(failure)")
+                    }
+                }
+            }
+        }
+        #expect(combinations == Self.fields.count * EncodingMode.allCases.count * 2 * 8)
+    }
+
     @Test func theRefusalNamesTheEncodingAndTheKey() {
         let request = ResponseRules.Request()
         var head = ResponseRules.Head(status: 200)
@@ -194,6 +235,6 @@ import Testing
 extension TransferStateMachine {
     fileprivate mutating func take(_ line: String) {
         var copy = line + "\r\n"
-        copy.withUTF8 { headerLine(UnsafeRawBufferPointer($0)) }
+        _ = copy.withUTF8 { headerLine(UnsafeRawBufferPointer($0)) }
     }
 }

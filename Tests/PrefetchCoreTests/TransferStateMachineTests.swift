@@ -20,9 +20,11 @@ import Testing
                      bootID: "b", inode: 1)
     }
 
-    /// Tells the machine a response's head, line by line.
+    /// Tells the machine a response's head, line by line, and the blank line that ends it
+    /// (as libcurl does).
     static func respond(_ machine: inout Machine, _ lines: String...) {
         for line in lines { machine.headerLine(line) }
+        if lines.last?.trimmingCharacters(in: .newlines).isEmpty != true { machine.headerLine("\r\n") }
     }
 
     /// Writes `count` bytes as libcurl would hand them over (chunks of at most 64 KiB), the
@@ -152,6 +154,31 @@ import Testing
         #expect(checkedKept == 500, "a sha256 checks the result instead")
         let checkedRequest = checked.request()
         #expect(checkedRequest.ifRange == nil && checkedRequest.rangeFrom == 500)
+    }
+
+    /// SPEC §7: a 200 to a ranged request tells where the refused resume began (the run's
+    /// line says so); the partial it begins takes that response's facts, and whether it can
+    /// resume follows §7's rule on them (a weak ETag and a Last-Modified equal to the Date:
+    /// only with a sha256; Accept-Ranges: none: never).
+    @Test func theResponseThatBeginsAPartialDecidesWhetherItCanResume() {
+        var m = Self.machine(partial: Self.partial(500))
+        _ = m.resume(trusted: 500)
+        #expect(m.resumeVerdict == .resume(ifRange: "\"v1\""))
+        _ = m.request()
+        Self.respond(&m, "HTTP/1.1 200 OK", "Content-Length: 800", "ETag: W/\"v2\"", "Last-Modified: Tue, 01 Dec 2026 10:00:00 GMT",
+                     "Date: Tue, 01 Dec 2026 10:00:00 GMT", "Accept-Ranges: bytes")
+        _ = m.bodyBegins()
+        #expect(m.refusedResume == 500)
+        #expect(m.lastResponse == ResponseFacts(etag: "W/\"v2\"", lastModified: "Tue, 01 Dec 2026 10:00:00 GMT",
+                                                date: "Tue, 01 Dec 2026 10:00:00 GMT"))
+        #expect(m.resumeVerdict == .restart(.weakETag))
+        #expect(m.partialRecord(urlHash: "h", syncedOffset: 0, bootID: "b", inode: 1, at: 0).date == "Tue, 01 Dec 2026 10:00:00 GMT")
+        var checked = Self.machine(sha256: "x")
+        _ = checked.request()
+        Self.respond(&checked, "HTTP/1.1 200 OK", "Content-Length: 800", "ETag: \"v3\"", "Accept-Ranges: none")
+        _ = checked.bodyBegins()
+        #expect(checked.refusedResume == 0 && checked.resumeVerdict == .restart(.acceptRangesNone))
+        #expect(checked.partialRecord(urlHash: "h", syncedOffset: 0, bootID: "b", inode: 1, at: 0).acceptRangesNone)
     }
 
     @Test func aRevalidationAnsweredWith304KeepsTheCopy() {
@@ -448,8 +475,9 @@ extension TransferStateMachine.EndAction {
 }
 
 extension TransferStateMachine {
-    mutating func headerLine(_ line: String) {
+    @discardableResult
+    mutating func headerLine(_ line: String) -> Bool {
         var copy = line
-        copy.withUTF8 { headerLine(UnsafeRawBufferPointer($0)) }
+        return copy.withUTF8 { headerLine(UnsafeRawBufferPointer($0)) }
     }
 }

@@ -74,6 +74,11 @@ import PrefetchCore
         try store.recordPartial(ResourceKey(feed: "lobby", path: "loop/intro.mp4"),
                                 PartialState(urlHash: hash("https://cdn.example.com/loop/intro.mp4?sig=SECRET"), validators: Validators(etag: "\"i1\""),
                                              totalLength: 700 << 20, syncedOffset: 300 << 20, updatedAt: at("2026-11-30T02:58:00+01:00")))
+        // Its file on disk (sparse): a partial the run would resume is one it finds (SPEC §7).
+        let partials = dir.url.appendingPathComponent("cache/.prefetch/partial")
+        try FileManager.default.createDirectory(at: partials, withIntermediateDirectories: true)
+        let partial = partials.appendingPathComponent(CacheFolder.partialName(feed: "lobby", path: "loop/intro.mp4")).path
+        #expect(FileManager.default.createFile(atPath: partial, contents: nil) && truncate(partial, 300 << 20) == 0)
         return dir
     }
 

@@ -179,6 +179,48 @@ import TestSupport
         #expect(plainRange.status == 206)
     }
 
+    /// The `Date` a resource's answers carry (none, or a chosen age of the file), and
+    /// `Accept-Ranges: none` with every Range answered by the whole file.
+    @Test func dateAndAcceptRangesAsToldTo() throws {
+        let origin = try TestOrigin()
+        var undated = OriginResource(Self.numbers, lastModified: Self.modified)
+        undated.date = .none
+        var aged = OriginResource(Self.numbers, lastModified: Self.modified)
+        aged.date = .afterLastModified(59)
+        var whole = OriginResource(Self.numbers, etag: "\"w\"")
+        whole.acceptRangesNone = true
+        origin.serve("/undated.bin", undated)
+        origin.serve("/aged.bin", aged)
+        origin.serve("/whole.bin", whole)
+        #expect(try curl([origin.url("/undated.bin")]).header("Date") == nil)
+        #expect(try curl([origin.url("/aged.bin")]).header("Date") == "Sun, 29 Nov 2026 10:00:59 GMT")
+        let ranged = try curl(["-r", "90-", "-H", "If-Range: \"w\"", origin.url("/whole.bin")])
+        #expect(ranged.status == 200 && ranged.body == Self.numbers && ranged.header("Accept-Ranges") == "none")
+    }
+
+    /// Apache's rules for a file published this second: a weak ETag and a Last-Modified equal
+    /// to the Date; a date in If-Range is answered with the whole file until the file is 60 s
+    /// old, its (then strong) ETag with the range.
+    @Test func apacheAsItServesAFreshFile() throws {
+        let origin = try TestOrigin()
+        var fresh = OriginResource(Self.numbers, etag: "\"a\"")
+        fresh.apache = .publishedAtFirstRequest
+        var old = OriginResource(Self.numbers, etag: "\"o\"")
+        old.apache = .modified(time(nil) - 3600)
+        origin.serve("/fresh.bin", fresh)
+        origin.serve("/old.bin", old)
+        let first = try curl([origin.url("/fresh.bin")])
+        let lastModified = try #require(first.header("Last-Modified"))
+        #expect(first.header("ETag") == "W/\"a\"" && lastModified == first.header("Date"), "\(first.responses.last?.headers ?? [])")
+        let dated = try curl(["-r", "90-", "-H", "If-Range: \(lastModified)", origin.url("/fresh.bin")])
+        #expect(dated.status == 200 && dated.body == Self.numbers)
+        let oldHead = try curl([origin.url("/old.bin")])
+        #expect(oldHead.header("ETag") == "\"o\"")
+        let oldDated = try curl(["-r", "90-", "-H", "If-Range: \(try #require(oldHead.header("Last-Modified")))", origin.url("/old.bin")])
+        #expect(oldDated.status == 206)
+        #expect(try curl(["-r", "90-", "-H", "If-Range: \"o\"", origin.url("/old.bin")]).status == 206)
+    }
+
     @Test func ifRangeWithAnHTTPDate() throws {
         let origin = try makeOrigin()
         let same = try curl(["-r", "98-", "-H", "If-Range: \(Self.modified)", origin.url("/file.bin")])

@@ -12,7 +12,7 @@ enum PlanCommand {
         let state = context.readState(cache: config.cache, feeds: feeds)
         let cache = CacheFolder.openExisting(config.cache)  // reads only: creates nothing
         let input = PlanInput(feeds: feeds, state: state, cached: CacheListing.present(feeds, in: cache),
-                              conditions: settings.assumptions.snapshot(ConditionProbes(), config: config, cache: config.cache),
+                              conditions: settings.assumptions.snapshot(ConditionProbes(environment: settings.environment), config: config, cache: config.cache),
                               now: settings.now(), machineID: settings.machineID,
                               partialFiles: CacheListing.partialFiles(state, in: cache), bootID: settings.bootID)
         let plan = Planner.plan(input)

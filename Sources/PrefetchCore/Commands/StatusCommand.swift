@@ -14,7 +14,7 @@ enum StatusCommand {
         let cached = CacheListing.present(feeds, in: cache)
         let partialFiles = CacheListing.partialFiles(snapshot, in: cache)
         let plan = Planner.plan(PlanInput(feeds: feeds, state: snapshot, cached: cached,
-                                          conditions: ConditionProbes().snapshot(config: config, cache: config.cache), now: now,
+                                          conditions: ConditionProbes(environment: settings.environment).snapshot(config: config, cache: config.cache), now: now,
                                           machineID: settings.machineID, partialFiles: partialFiles, bootID: settings.bootID))
         let json = context.arguments.flags.contains("--json")
         var out = ""

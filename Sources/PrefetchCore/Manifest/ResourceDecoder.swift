@@ -135,7 +135,7 @@ final class ResourceDecoder {
                 reader.error("the URL ends in '/', so the resource needs a 'path'", at: location)
                 return nil
             }
-            if segment.contains("/") {
+            if segment.utf8.contains(UInt8(ascii: "/")) {  // bytes: "/\u{301}" is no Character "/"
                 reader.error("the URL's last segment '\(segment)' holds an encoded '/'; add a 'path'", at: location)
                 return nil
             }

@@ -137,7 +137,7 @@ enum ResumeRule {
     /// A resume the origin refused (a 200 to a `Range`), as the run's line says it (SPEC §7
     /// "Run summary").
     static func refusal(from offset: UInt64) -> String {
-        "the server refused the resume from \(ByteSize.format(offset)) (HTTP 200: the whole file again)"
+        "the server refused the resume from \(ByteSize.format(offset)): HTTP 200, the whole file again"
     }
 
     private static func nonEmpty(_ value: String?) -> String? {

@@ -15,15 +15,23 @@ struct RunPass {
     /// `daemon` needs the plan after the pass to know when to wake; `run` only needs it to
     /// tell which releases are finished, which it can often tell without it.
     var wantsNextWakeup = false
+    /// The readings, kept current beside the transfers (the daemon's, for its life); nil:
+    /// the pass makes its own and stops it at its end.
+    var monitor: ConditionMonitor? = nil
 
     /// Work waiting on a condition (power, network, free space, a budget) is re-checked at
     /// least this often: no clock says when it holds again.
     static let recheckSeconds: Int64 = 60
 
-    /// How a pass ended, and when there is next something to do.
+    /// How a pass ended, and when there is next something to do; `metricsError`: why the
+    /// metrics file could not be written (the daemon's status says so).
     struct Outcome {
         let exit: ExitCode
         let nextWakeup: Instant?
+        /// Why the metrics file could not be written (the daemon's status says so).
+        var metricsError: String? = nil
+        /// What changes of the readings unblock work left waiting (with `wantsNextWakeup`).
+        var wake: ConditionWake? = nil
     }
 
     /// The shifted system clock (`PREFETCH_CLOCK_OFFSET`).
@@ -32,10 +40,19 @@ struct RunPass {
     func execute(reporter: RunReporter, stopRequested: @escaping () -> Bool) -> Outcome {
         let started = Date()
         let clock = self.clock
-        let probes = ConditionProbes()
-        let conditions = { [settings] in settings.assumptions.snapshot(probes, config: settings.config, cache: settings.config.cache) }
-        var lastProbe = conditions()  // once per pass; re-probed every 5 s while transfers run
-        var lastProbeAt = Date()
+        // The probes run beside the transfers, never inside them (SPEC §7): the monitor keeps
+        // the last readings, and the transfer loop only takes them.
+        let monitor = self.monitor ?? ConditionMonitor(probes: ConditionProbes(environment: settings.environment),
+                                                       cache: settings.config.cache, meteredDefault: settings.config.meteredDefault)
+        let ownsMonitor = self.monitor == nil
+        monitor.beginPass()  // fresh readings: at most the probes' 2 s
+        var keepPolling = false
+        defer { if ownsMonitor { monitor.stop() } else { monitor.endPass(keepPolling: keepPolling) } }
+        let conditions = { [settings] in settings.assumptions.applied(to: monitor.snapshot()) }
+        var lastProbe = conditions()
+        /// What the running transfers go by: the last known reading of each kind (an unknown
+        /// one never pauses them), from the one they started with.
+        let held = HeldConditions(lastProbe)
         let machineID = settings.machineID
         /// `sweep`: partials that cannot resume are discarded first (SPEC §7: when one is found at start).
         func makePlan(sweep: Bool = false) -> (Plan, StateSnapshot, Set<ResourceKey>)? {
@@ -104,19 +121,17 @@ struct RunPass {
                                     threads: settings.transferThreads, bootID: settings.bootID, faults: settings.faults,
                                     metered: lastProbe.metered, meteredUsedToday: meteredUsedToday, clock: clock, onEvent: reporter.handle)
         let timings = Dictionary(feeds.map { ($0.name, FeedTiming($0, machineID: machineID?.usableValue)) }, uniquingKeysWith: { a, _ in a })
-        let summary = engine.run(jobs, holds: snapshot.originHolds, pauseReason: { feed in
+        var summary = engine.run(jobs, holds: snapshot.originHolds, pauseReason: { feed in
             let now = clock()
             if let timing = timings[feed.name], timing.openInterval(at: now) == nil { return "window closed" }
-            if Date().timeIntervalSince(lastProbeAt) >= 5 {
-                lastProbe = conditions()
-                lastProbeAt = Date()
-            }
-            return Self.conditionLost(feed.conditions, lastProbe)
+            return Self.conditionLost(feed.conditions, held.update(with: conditions()))
         }, stopRequested: stopRequested)
         reporter.flush()
+        lastProbe = conditions()  // the plan after the transfers sees the readings now
 
         // Releases with nothing left to do are finished; then the clean-up of `gc`.
         var nextWakeup: Instant?
+        var wake: ConditionWake?
         var changed = summary.changedFeeds
         /// The plan made after the transfers, when one was (reused for the reader indexes).
         var planAfter: (Plan, StateSnapshot, Set<ResourceKey>)?
@@ -141,21 +156,28 @@ struct RunPass {
                 recordState { try state.recordMissedReason(feed: feed.name, reason, at: after.now) }
             }
             nextWakeup = Self.nextWakeup(after, recheck: Self.recheckSeconds)
+            wake = ConditionWake(after, feeds: feeds)
+            keepPolling = wake?.needsPolling ?? false
             // A release just finished: a feed with neither schedule nor window now has its next
             // release, which the plan made before could not know of.
             if recordState({ try ReleaseBook.finish(after, snapshotAfter, state, at: clock()) }) == true, wantsNextWakeup,
                let (again, _, _) = makePlan() {
                 nextWakeup = Self.nextWakeup(again, recheck: Self.recheckSeconds)
+                wake = ConditionWake(again, feeds: feeds)
+                keepPolling = wake?.needsPolling ?? false
             }
         }
         if !stopRequested() {
             let removals = GarbageCollector.collect(feeds: feeds, cache: cache, now: clock(), partialsOf: allFeeds)
-            for (removal, error) in GarbageCollector.apply(removals) {
+            let kept = GarbageCollector.apply(removals)
+            for (removal, error) in kept {
                 console.err("prefetch: warning: cannot remove \(removal.path): \(error)\n")
             }
+            summary.pruned = GarbageCollector.filesRemoved(removals, failed: kept)
             for removal in removals { if let key = removal.key { recordState { try state.deleteResource(key) } } }
             IndexWriter.withdraw(removals, feeds: feeds, cache: cache, now: clock(), console: console)
-            changed.formUnion(removals.compactMap { $0.key?.feed })
+            // Every feed that lost a file, listed or not (a prune's removal names no resource).
+            changed.formUnion(removals.compactMap(\.feed))
             if !removals.isEmpty { planAfter = nil }  // files went: plan again
             let gone = FeedRemoval.apply(listed: allFeeds, cache: cache, state: state, now: clock(), grace: settings.config.removedFeedGrace,
                                          dryRun: false)
@@ -183,19 +205,21 @@ struct RunPass {
         for (feed, tally) in summary.byFeed.sorted(by: { $0.key < $1.key }) {
             recordState { try state.addCounts(feed: feed, MetricsWriter.counts(tally)) }
         }
+        var metricsError: String?
         if let metricsFile = settings.metricsFile {
-            MetricsWriter.write(to: metricsFile, feeds: allFeeds, cache: cache, state: state, settings: settings, now: clock(),
-                                passSeconds: Date().timeIntervalSince(started), console: console)
+            metricsError = MetricsWriter.write(to: metricsFile, feeds: allFeeds, cache: cache, state: state, settings: settings, now: clock(),
+                                               conditions: conditions(), passSeconds: Date().timeIntervalSince(started), console: console)
         }
         if summary.diskFull {
             // Said of resumable partials only (SPEC §7); the others were discarded as their transfers stopped.
             let kept = (try? state.snapshot()).map { PartialSweep.kept(feeds, snapshot: $0, cache: cache, bootID: settings.bootID) } ?? (0, 0)
             console.err("prefetch: error: disk full: transfers paused\(PartialSweep.keptNote(kept))\n")
         }
-        let exit: ExitCode = summary.failed > 0 || summary.diskFull || !switched ? .failure : .success
+        // SPEC §5's exit rule: a metrics file that could not be written fails the pass (§6).
+        let exit: ExitCode = summary.failed > 0 || summary.diskFull || !switched || metricsError != nil ? .failure : .success
         let notDue = plan.feeds.reduce(0) { $0 + $1.items.filter { $0.status != .due && $0.status != .fresh }.count }
         reporter.summary(summary, seconds: seconds, exit: exit, notDue: notDue)
-        return Outcome(exit: exit, nextWakeup: nextWakeup)
+        return Outcome(exit: exit, nextWakeup: nextWakeup, metricsError: metricsError, wake: wake)
     }
 
 

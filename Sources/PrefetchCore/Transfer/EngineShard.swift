@@ -30,6 +30,8 @@ final class EngineShard: @unchecked Sendable {
     private let metered: Bool
     /// Crash tests' faults at `partial-record`, `file-fsync` and `rename`.
     private let faults: FaultPoints
+    /// When the clocks were last looked at (monotonic nanoseconds).
+    private var lastClockCheck: UInt64 = 0
 
     init(multi: CurlMulti, limits: ShardLimits, board: RunBoard, cache: CacheFolder, config: Config, environment: [String: String],
          metered: Bool, pool: BufferPool, bootID: String, faults: FaultPoints, clock: @escaping () -> Instant) {
@@ -133,6 +135,7 @@ final class EngineShard: @unchecked Sendable {
             } catch {
                 multiFailed(error)
             }
+            checkClocks()  // after a perform, so a request just (re)added has been started
             finishBatch(completed: multi.completed())
             recordNewPartials()
             if limits.hasBudgets {
@@ -305,11 +308,12 @@ final class EngineShard: @unchecked Sendable {
         }
     }
 
-    /// Whether the origin answered: any HTTP response but 429/502/503/504 ends its hold
-    /// (in the run and in state.db); a request that got none lets the next one probe.
+    /// Whether the origin answered: any whole, valid HTTP response but 429/502/503/504 ends
+    /// its hold (in the run and in state.db); a request that got none, or an invalid one
+    /// (SPEC §7), lets the next one probe.
     private func originAnswered(_ transfer: Transfer, _ outcome: TransferOutcome) {
-        var answered = transfer.machine.head.status != 0
-        if case .failed(let failure) = outcome, failure.holdsOrigin != nil { answered = false }
+        var answered = transfer.machine.originAnswered
+        if case .failed(let failure) = outcome, failure.holdsOrigin != nil || failure.invalidResponse { answered = false }
         let origin = transfer.job.resource.url.origin
         if board.transferEnded(origin: origin, answered: answered) { ledger.originCleared(origin) }
     }
@@ -407,14 +411,16 @@ final class EngineShard: @unchecked Sendable {
         if refusedResume > 0 { shown += "; " + ResumeRule.refusal(from: refusedResume) }
         let origin = failure.holdsOrigin.map { _ in job.resource.url.origin }
         var heldUntil: Instant?
+        var hold: OriginHold?
         if let origin, let cause = failure.holdsOrigin {
             // The whole origin is held (SPEC §6); this resource's retry is the probe, at the hold's end.
-            let (hold, wait, forTheRun) = board.holdOrigin(origin, cause: cause, retryAfter: failure.retryAfter, policy: job.feed.retry,
+            let (held, wait, forTheRun) = board.holdOrigin(origin, cause: cause, retryAfter: failure.retryAfter, policy: job.feed.retry,
                                                            startedAt: transfer.map { Instant($0.startedAt) } ?? now, now: now,
                                                            failed: job.key, using: &random)
-            ledger.originHeld(hold)
+            ledger.originHeld(held)
             failure.retryAfter = wait
-            if forTheRun { heldUntil = hold.until }
+            if forTheRun { heldUntil = held.until }
+            hold = held
         }
         let durable = discarded != nil ? nil
             : transfer.flatMap { $0.syncedOffset > 0 ? $0.partialRecord(syncedOffset: $0.syncedOffset, at: now) : nil }
@@ -448,7 +454,12 @@ final class EngineShard: @unchecked Sendable {
                 again.partial = nil
             }
             board.retry(again)
-            board.emit(.retrying(job.key, message: shown, after: wait))
+            // A held origin's request: its retry is the hold's probe (SPEC §7), so it says held.
+            if let hold {
+                board.emit(.heldWithOrigin(job.key, message: shown, origin: hold.origin, until: hold.until, after: wait))
+            } else {
+                board.emit(.retrying(job.key, message: shown, after: wait))
+            }
             return
         }
         if let origin { board.holdForTheRun(origin) }  // no further probe in this run
@@ -456,6 +467,25 @@ final class EngineShard: @unchecked Sendable {
         summary.failures.append((job.key, failure.message))
         summary.changedFeeds.insert(job.feed.name)
         board.emit(.failed(job.key, message: shown, retryAt: nextRetry, origin: origin))
+    }
+
+    /// The head and stall clocks of the running transfers (SPEC §7), looked at every 50 ms:
+    /// a head not whole within `response_timeout` of the send fails its transfer (and holds
+    /// its origin); a body under 1 KiB/s for `stall_timeout` fails it (resumable).
+    private func checkClocks() {
+        let nanoseconds = Clock.monotonicNanoseconds()
+        guard nanoseconds >= lastClockCheck + 50_000_000 else { return }
+        lastClockCheck = nanoseconds
+        let now = Double(nanoseconds) / 1e9
+        var ended: [(Transfer, TransferFailure)] = []
+        for transfer in active.values {
+            if let failure = transfer.checkClocks(now: now) { ended.append((transfer, failure)) }
+        }
+        for (transfer, failure) in ended {
+            takeOut(transfer, reusable: false)
+            fail(transfer, failure)
+            originAnswered(transfer, .failed(failure))
+        }
     }
 
     // MARK: Pausing and durability

@@ -51,6 +51,13 @@ enum ResponseRules {
         /// `Date` and `Accept-Ranges`, for §7's resumable rule (`facts`).
         var date: String?
         var acceptRanges: String?
+        /// Why the head makes the response invalid (RFC 9112 §6.3: a Content-Length that is
+        /// not one decimal number of at most 63 bits, or two that differ), or nil.
+        var invalid: String? = nil
+        /// The bytes of the Location's value (one over `maxLocationBytes` is not kept).
+        var locationLength = 0
+        /// The bytes of the exchange's heads so far (interim 1xx heads included).
+        var size = 0
     }
 
     /// What to do with a 2xx body, decided on its head.
@@ -80,9 +87,33 @@ enum ResponseRules {
         case failed(TransferFailure)
     }
 
+    // MARK: The head as it arrives (SPEC §7)
+
+    /// The most bytes a response's head may have (libcurl's own limit is 300 KiB).
+    static let maxHeadBytes = 256 << 10
+    /// The longest `Location` a redirect is followed to.
+    static let maxLocationBytes = 8 << 10
+
+    /// Judged at each line of the head as it arrives (`ended`: the line was the blank one
+    /// closing a head): a head past 256 KiB is refused at once, and a final head that
+    /// makes the response invalid, or a redirect to a Location over 8 KiB, is refused as it
+    /// ends, before any body. Each is one transient failure that says nothing of the origin
+    /// (SPEC §6: it neither holds nor clears a hold). Nil: the exchange goes on.
+    static func onHeadLine(_ head: Head, ended: Bool) -> TransferFailure? {
+        if head.size > maxHeadBytes { return invalid("the response head is over 256 KiB", discard: false, head) }
+        guard ended, !(100..<200).contains(head.status) else { return nil }  // an interim head: the final one follows
+        if head.status < 100 { return invalid("no status line", discard: false, head) }
+        if let problem = head.invalid { return invalid(problem, discard: false, head) }
+        if (300..<400).contains(head.status), head.status != 304, head.locationLength > maxLocationBytes {
+            return invalid("the redirect's Location is over 8 KiB (\(head.locationLength) bytes); not followed", discard: false, head)
+        }
+        return nil
+    }
+
     // MARK: The head
 
     static func onHead(_ request: Request, _ head: Head) -> OnHead {
+        if let problem = head.invalid { return .refuse(invalid(problem, discard: false, head)) }  // RFC 9112 §6.3: nothing of it is used
         guard (200..<300).contains(head.status) else { return .noBody }
         // A 200 to a revalidation naming the cached copy's own strong ETag is that copy: a
         // strong validator changes whenever the bytes do (RFC 9110 §8.8.1). A shared cache
@@ -92,10 +123,17 @@ enum ResponseRules {
         if head.status == 200, let cached = request.revalidating, let tag = cached.etag, !tag.hasPrefix("W/"), head.etag == tag {
             return .cachedCopy(Validators(etag: tag, lastModified: head.lastModified ?? cached.lastModified))
         }
+        // SPEC §7: a range that cannot be (negative, reversed, past 2^63, past its total) is
+        // never appended to; the file restarts from zero. Such a response is invalid whatever
+        // its encoding, as one with an invalid Content-Length is (above).
+        let range = head.status == 206 ? contentRange(head.contentRange) : nil
+        if head.status == 206, range == nil {
+            return .refuse(invalid("Content-Range \(quoted(head.contentRange)) is not a valid range; restarting from zero", discard: true, head))
+        }
         if let refused = encodingRefusal(request, head) { return .refuse(refused) }
-        if head.status == 206 {
+        if let range {
             // FAULTS 1: a 206 must continue the partial exactly where it ends.
-            guard let range = contentRange(head.contentRange), range.start == request.resumeFrom else {
+            guard range.start == request.resumeFrom else {
                 return .refuse(failure(.transient, "the server sent a range that does not continue the partial", discard: true, head))
             }
             if request.resumeFrom > 0 {
@@ -179,6 +217,7 @@ enum ResponseRules {
     /// `cleanly`: libcurl finished the exchange without an error (`cut` says which).
     static func onEnd(_ request: Request, _ head: Head, onDisk: UInt64, onWire: UInt64? = nil, cleanly: Bool, cut: @autoclosure () -> String,
                       now: @autoclosure () -> Date) -> OnEnd {
+        if let problem = head.invalid { return .failed(invalid(problem, discard: false, head)) }
         let status = head.status
         if (300..<400).contains(status), status != 304 { return .redirect }
         if status == 304 {
@@ -192,7 +231,7 @@ enum ResponseRules {
             // FAULTS 9: the partial may already hold the whole file — unless the 416 names
             // another version: then those bytes are the old one's. (A length recorded for the
             // partial is not held against it: it may have come from a Content-Length that lied.)
-            if let value = head.contentRange, value.hasPrefix("bytes */"), let total = UInt64(value.dropFirst(8)),
+            if let value = head.contentRange, value.hasPrefix("bytes */"), let total = decimal(value.utf8.dropFirst(8)),
                total == onDisk, onDisk > 0, request.resumeFrom == onDisk,
                !isAnotherVersion(request.partialValidators, etag: head.etag, lastModified: head.lastModified) {
                 if let size = request.size, total != size {
@@ -272,6 +311,13 @@ enum ResponseRules {
         TransferFailure(kind: kind, message: message, retryAfter: nil, discardPartial: discard, httpStatus: head.status)
     }
 
+    /// An invalid response (SPEC §7): one transient failure, nothing of it used, and no word
+    /// on its origin (it neither holds nor clears a hold).
+    private static func invalid(_ problem: String, discard: Bool, _ head: Head) -> TransferFailure {
+        TransferFailure(kind: .transient, message: "invalid response: \(problem)", retryAfter: nil, discardPartial: discard,
+                        httpStatus: head.status == 0 ? nil : head.status, invalidResponse: true)
+    }
+
     /// Whether a response's validators name another version than the partial's: ETags
     /// compared weakly (RFC 9110 §8.8.3.2, the opaque tags), else Last-Modified; a
     /// validator missing on either side tells nothing.
@@ -282,25 +328,89 @@ enum ResponseRules {
         return false
     }
 
-    /// `bytes a-b/total` (total may be `*`).
+    /// `bytes a-b/total` (total may be `*`; RFC 9110 §14.4): each number decimal digits only,
+    /// at most 2^63 − 1, the range not reversed and inside its total; anything else is no
+    /// range (nil). Total on any input.
     static func contentRange(_ value: String?) -> (start: UInt64, end: UInt64, total: UInt64?)? {
-        guard let value, value.hasPrefix("bytes ") else { return nil }
-        let spec = value.dropFirst(6)
-        guard let slash = spec.firstIndex(of: "/") else { return nil }
+        guard let value else { return nil }
+        let bytes = value.utf8
+        let unit = Array("bytes".utf8)
+        guard bytes.count > unit.count, zip(bytes, unit).allSatisfy({ $0 | 0x20 == $1 }) else { return nil }  // range units: case-insensitive
+        var spec = bytes.dropFirst(unit.count)
+        guard spec.first == 0x20 else { return nil }
+        while spec.first == 0x20 { spec = spec.dropFirst() }
+        guard let slash = spec.firstIndex(of: 0x2F), let dash = spec[..<slash].firstIndex(of: 0x2D) else { return nil }
+        guard let start = decimal(spec[..<dash]), let end = decimal(spec[spec.index(after: dash)..<slash]), end >= start else { return nil }
         let totalText = spec[spec.index(after: slash)...]
-        let total = UInt64(totalText)
-        guard total != nil || totalText == "*" else { return nil }
-        let range = spec[..<slash]
-        guard let dash = range.firstIndex(of: "-"), let start = UInt64(range[..<dash]),
-              let end = UInt64(range[range.index(after: dash)...]), end >= start else { return nil }
-        if let total, end >= total { return nil }  // a range past the file's end is no range
+        if totalText.elementsEqual([0x2A]) { return (start, end, nil) }  // "*": the length is not known
+        guard let total = decimal(totalText), end < total else { return nil }  // a range past the file's end is no range
         return (start, end, total)
+    }
+
+    /// What one Content-Length field says (RFC 9110 §8.6).
+    enum LengthField: Equatable {
+        case length(UInt64)
+        /// Not a list of decimal numbers of at most 63 bits (a sign, a space inside, an
+        /// empty element, a number past 2^63 − 1, nothing at all).
+        case malformed
+        /// A list of two different numbers (`3, 5`).
+        case conflicting(UInt64, UInt64)
+    }
+
+    /// One Content-Length field's value: a decimal number of at most 63 bits; a list of
+    /// equal ones (a proxy joined duplicate fields, RFC 9110 §8.6) counts as that one.
+    static func lengthField(_ value: some BidirectionalCollection<UInt8>) -> LengthField {
+        var length: UInt64?
+        for element in value.split(separator: 0x2C, omittingEmptySubsequences: false) {
+            var digits = element[...]
+            while let first = digits.first, first == 0x20 || first == 0x09 { digits = digits.dropFirst() }
+            while let last = digits.last, last == 0x20 || last == 0x09 { digits = digits.dropLast() }
+            guard let number = decimal(digits) else { return .malformed }
+            if let length, length != number { return .conflicting(length, number) }
+            length = number
+        }
+        return length.map { .length($0) } ?? .malformed
+    }
+
+    /// `1*DIGIT` as a number of at most 2^63 − 1 (what a signed 64-bit length holds); nil
+    /// for anything else, a sign or a space included.
+    static func decimal(_ digits: some Collection<UInt8>) -> UInt64? {
+        guard !digits.isEmpty else { return nil }
+        var value: UInt64 = 0
+        for byte in digits {
+            guard (0x30...0x39).contains(byte) else { return nil }
+            let (times, overflow) = value.multipliedReportingOverflow(by: 10)
+            let (sum, carry) = times.addingReportingOverflow(UInt64(byte - 0x30))
+            guard !overflow, !carry, sum <= UInt64(Int64.max) else { return nil }
+            value = sum
+        }
+        return value
+    }
+
+    /// A header value as an error shows it: quoted, printable ASCII only, cut after 40 bytes.
+    static func quoted(_ value: some Collection<UInt8>) -> String {
+        var text = "\""
+        for (index, byte) in value.enumerated() {
+            if index == 40 { text += "…"; break }
+            text.unicodeScalars.append((0x20...0x7E).contains(byte) ? Unicode.Scalar(byte) : "?")
+        }
+        return text + "\""
+    }
+
+    static func quoted(_ value: String?) -> String { value.map { quoted($0.utf8) } ?? "(none)" }
+
+
+    /// A number as HTTP writes one, `1*DIGIT` (RFC 9110 §8.6, §10.2.3, §14.4): no sign, no
+    /// blanks (`UInt64("+5")` is 5; an origin's "+5" is no number).
+    static func digits<S: StringProtocol>(_ text: S) -> UInt64? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return UInt64(text)
     }
 
     /// Retry-After as delta-seconds or an HTTP-date (RFC 9110 §10.2.3), in seconds from `now`.
     static func retryAfter(_ value: String?, now: Date) -> Int64? {
         guard let value = value?.trimmingSpaces(), !value.isEmpty else { return nil }
-        if let seconds = Int64(value), seconds >= 0 { return seconds }
+        if let seconds = digits(value) { return Int64(clamping: seconds) }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")

@@ -12,10 +12,12 @@ protocol TestServer: AnyObject {
 
 extension TestOrigin: TestServer {}
 extension NginxOrigin: TestServer {}
+extension ApacheOrigin: TestServer {}
 
 /// The fault-injecting origin's harness (FAULTS scenarios), and real nginx's.
 typealias FaultHarness = Harness<TestOrigin>
 typealias NginxHarness = Harness<NginxOrigin>
+typealias ApacheHarness = Harness<ApacheOrigin>
 
 /// One end-to-end case: a temporary folder with `feeds/` and `cache/`, an origin on
 /// 127.0.0.1, and the real `prefetch` binary run in that folder — the one harness of the
@@ -58,6 +60,11 @@ final class Harness<Origin: TestServer> {
     func plan(offset: String? = nil) throws -> [[String: Any]] {
         try run(["plan", "--json"], environment: offset.map { ["PREFETCH_CLOCK_OFFSET": $0] } ?? [:])
             .events.filter { $0["type"] as? String == "resource" }
+    }
+
+    /// The feed lines of `prefetch status --json`.
+    func status(environment: [String: String] = [:]) throws -> [[String: Any]] {
+        try run(["status", "--json"], environment: environment).events.filter { $0["type"] as? String == "feed" }
     }
 
     /// `prefetch daemon` in the background, stdout and stderr to the returned log file;
@@ -125,8 +132,10 @@ final class Harness<Origin: TestServer> {
     /// Plants what a previous run (or a crash) left: partial bytes and/or a recorded partial.
     /// `bootID`: the boot the record says wrote it (with the planted file's inode); nil for
     /// a record as state.db version 1 kept it (trusted to its fsynced offset only).
+    /// `date`, `acceptRangesNone`: what else the response that began it said (§7's resumable rule).
     func plant(_ path: String, bytes: [UInt8]?, synced: UInt64?, validators: Validators = Validators(),
-               total: UInt64? = nil, urlHash: String? = nil, bootID: String? = nil, inode: UInt64? = nil) throws {
+               total: UInt64? = nil, urlHash: String? = nil, bootID: String? = nil, inode: UInt64? = nil,
+               date: String? = nil, acceptRangesNone: Bool = false) throws {
         try FileManager.default.createDirectory(at: cache.appendingPathComponent(".prefetch/partial"), withIntermediateDirectories: true)
         if let bytes { try Data(bytes).write(to: partialURL(path)) }
         if let synced {
@@ -136,7 +145,7 @@ final class Harness<Origin: TestServer> {
             let planted = lstat(partialURL(path).path, &info) == 0 ? UInt64(info.st_ino) : nil
             try store.recordPartial(ResourceKey(feed: "t", path: path), PartialState(
                 urlHash: hash, validators: validators, totalLength: total, syncedOffset: synced, updatedAt: 0,
-                bootID: bootID, inode: bootID == nil ? nil : inode ?? planted))
+                bootID: bootID, inode: bootID == nil ? nil : inode ?? planted, date: date, acceptRangesNone: acceptRangesNone))
         }
     }
 
@@ -176,5 +185,19 @@ extension Harness where Origin == NginxOrigin {
     }
 
     /// The folder nginx serves.
+    var www: URL { dir.url.appendingPathComponent("www") }
+}
+
+extension Harness where Origin == ApacheOrigin {
+    /// A fresh folder whose `www/` holds `files`, served by a real Apache httpd.
+    convenience init(apacheFiles files: [String: [UInt8]]) throws {
+        let dir = try TemporaryFolder()
+        chmod(dir.url.path, 0o755)  // Apache's children run as another user
+        try FileManager.default.createDirectory(at: dir.url.appendingPathComponent("www"), withIntermediateDirectories: true)
+        for (name, bytes) in files { try dir.write("www/" + name, Data(bytes)) }
+        self.init(dir: dir, origin: try ApacheOrigin(root: dir.url.appendingPathComponent("www")))
+    }
+
+    /// The folder Apache serves.
     var www: URL { dir.url.appendingPathComponent("www") }
 }

@@ -27,6 +27,17 @@ struct OriginResource: Sendable {
     /// sent (Apache's `AddEncoding gzip .gz`, an S3 object with that metadata). Ranges refer
     /// to them, as on such servers.
     var contentEncoding: String?
+    /// The `Date` its answers carry: now (as every server), none, or this many seconds after
+    /// `lastModified` (how old the file looks; RFC 9110 §8.8.2.2 makes a Last-Modified strong
+    /// for a client only 60 s before the Date).
+    var date: OriginDate = .now
+    /// Says `Accept-Ranges: none`, and answers every `Range` with the whole file (200).
+    var acceptRangesNone = false
+    /// Behaves as Apache httpd 2.4 does for a file last modified at that time: `Last-Modified`
+    /// is its mtime, the ETag (`etag`) is weak while the file is at most a second old
+    /// (`ap_make_etag`), and a date in `If-Range` holds only when it is the Last-Modified and
+    /// the file is at least 60 s old (otherwise: 200, the whole file).
+    var apache: ApacheFile?
 
     init(_ body: [UInt8], etag: String? = nil, lastModified: String? = nil, cacheControl: String? = nil, contentEncoding: String? = nil) {
         self.body = body
@@ -39,6 +50,23 @@ struct OriginResource: Sendable {
     init(text: String, etag: String? = nil, lastModified: String? = nil) {
         self.init(Array(text.utf8), etag: etag, lastModified: lastModified)
     }
+}
+
+/// The `Date` header of a resource's answers.
+enum OriginDate: Sendable, Equatable {
+    case now
+    case none
+    /// `lastModified` plus this many seconds.
+    case afterLastModified(Int)
+}
+
+/// When an Apache-served file (`OriginResource.apache`) was last modified.
+enum ApacheFile: Sendable, Equatable {
+    /// At this time (seconds since the epoch).
+    case modified(time_t)
+    /// In the second the origin first answers for it (a file published just now): its first
+    /// answer has a weak ETag and a Last-Modified equal to its Date, however slow the client.
+    case publishedAtFirstRequest
 }
 
 /// One misbehaviour, applied to one request.
@@ -68,6 +96,23 @@ enum OriginFault: Sendable {
     case weakETag
     /// Label this 200/206 answer `Content-Encoding: VALUE` (nil: none), whatever the resource says.
     case contentEncoding(String?)
+
+    // Hostile responses (SPEC §7 "Responses", FAULTS 24 and 26), kept together.
+    /// These bytes as the whole answer: no status line, no head; then close.
+    case raw([UInt8])
+    /// A `status` response whose head is exactly these header lines (only the status line,
+    /// `Connection: close` and the blank line added), then `body`, then close: a lying or
+    /// doubled Content-Length, an impossible Content-Range.
+    case rawHead(status: Int, lines: [String], body: [UInt8])
+    /// The resource's 200 with its head padded to about `bytes` by header lines (`oneLine`:
+    /// by one header line that long).
+    case hugeHead(bytes: Int, oneLine: Bool)
+    /// A 200 status line, then a header line every `interval` seconds, never the blank line
+    /// (until the client hangs up).
+    case endlessHead(interval: Double)
+    /// A 302 to this path with a query twice as long as the request's (at least 512 bytes):
+    /// each hop's Location is longer than the last.
+    case longerRedirect
 }
 
 /// A request as the origin received it.
@@ -180,6 +225,12 @@ final class TestOrigin: @unchecked Sendable {
     func stop() {
         engine.stop()
     }
+
+    /// While set, connections are accepted and read from, and never answered: a hung server,
+    /// or a TLS server that never answers the ClientHello (for an `https://` URL to this port).
+    func answerNothing(_ silent: Bool) {
+        engine.locked { engine.silent = silent }
+    }
 }
 
 enum OriginError: Error, CustomStringConvertible {
@@ -206,8 +257,11 @@ private final class OriginEngine: @unchecked Sendable {
     var faults: [String: [OriginFault]] = [:]
     var recorded: [RecordedRequest] = []
     var bytesSent: [String: Int] = [:]
+    /// When each `ApacheFile.publishedAtFirstRequest` path was first answered.
+    var published: [String: time_t] = [:]
     var clients: Set<Int32> = []
     var stopped = false
+    var silent = false
     var connectionSerial = 0
     var openConnections = 0
     var peakOpen = 0
@@ -371,6 +425,11 @@ private final class OriginConnection {
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         var slice = timeval(tv_sec: 0, tv_usec: 200_000)
         _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &slice, socklen_t(MemoryLayout<timeval>.size))
+        if engine.locked({ engine.silent }) {
+            // Read whatever comes (an HTTP request, a ClientHello) and never answer, until the client hangs up.
+            while receiveMore(until: Date().addingTimeInterval(OriginEngine.idleTimeout)) { buffer.removeAll(keepingCapacity: true) }
+            return
+        }
 
         while !engine.isStopped {
             guard let head = readHead() else { return }
@@ -534,6 +593,8 @@ private final class OriginConnection {
         case .htmlInsteadOfContent:
             return sendSimple(200, method: method, body: Array(Self.portalPage.utf8), contentType: "text/html; charset=utf-8",
                               extra: [("ETag", "\"portal\""), ("Cache-Control", "no-store")], close: close)
+        case .raw, .rawHead, .hugeHead, .endlessHead, .longerRedirect:
+            return hostile(fault!, request: request, resource: resource, close: close)
         default:
             break
         }
@@ -553,8 +614,23 @@ private final class OriginConnection {
 
     private func serve(_ resource: OriginResource, request: ParsedRequest, fault: OriginFault?, close: Bool) -> Bool {
         var etag = resource.etag
+        var lastModified = resource.lastModified
+        let now = time(nil)
+        let publishedAt: time_t? = switch resource.apache {
+        case .modified(let time): time
+        case .publishedAtFirstRequest: engine.locked { engine.published[answering] ?? { engine.published[answering] = now; return now }() }
+        case nil: nil
+        }
+        if let published = publishedAt {  // Apache's file: its mtime, and a weak ETag while it is this second's
+            lastModified = HTTPDate.format(published)
+            if let tag = etag, now - published <= 1, !tag.hasPrefix("W/") { etag = "W/" + tag }
+        }
         if case .weakETag = fault, let strong = etag, !strong.hasPrefix("W/") { etag = "W/" + strong }
-        let lastModified = resource.lastModified
+        let date: String? = switch resource.date {
+        case .now: HTTPDate.format(now)
+        case .none: nil
+        case .afterLastModified(let seconds): lastModified.flatMap(HTTPDate.parse).map { HTTPDate.format(time_t($0 + seconds)) }
+        }
         let total = resource.body.count
         var validators: [(String, String)] = []
         if let etag { validators.append(("ETag", etag)) }
@@ -577,7 +653,7 @@ private final class OriginConnection {
             notModified = modifiedTime <= sinceTime
         }
         if notModified {
-            let head = responseHead(304, headers: validators, close: close)
+            let head = responseHead(304, headers: validators, close: close, date: date)
             guard sendAll(head[...]) else { return false }
             return !(close || hangUp)
         }
@@ -586,8 +662,12 @@ private final class OriginConnection {
         var selected: ClosedRange<Int>?
         var ignoreRange = false
         if case .ignoreRange = fault { ignoreRange = true }
-        if !ignoreRange, let rangeHeader = request.header("range"),
-           HTTPValidators.ifRangeHolds(request.header("if-range"), etag: etag, lastModified: lastModified) {
+        if resource.acceptRangesNone { ignoreRange = true }
+        // Apache: a date in If-Range is a strong validator only once the file is 60 s old.
+        let ifRange = request.header("if-range")
+        let youngDate = publishedAt.map { now - $0 < 60 } == true && ifRange.map { !$0.hasPrefix("\"") && !$0.hasPrefix("W/") } == true
+        if !ignoreRange, !youngDate, let rangeHeader = request.header("range"),
+           HTTPValidators.ifRangeHolds(ifRange, etag: etag, lastModified: lastModified) {
             switch HTTPValidators.parseRange(rangeHeader, length: total) {
             case .ignore:
                 break
@@ -617,11 +697,11 @@ private final class OriginConnection {
         if case .contentEncoding(let value) = fault { coding = value }
         if let coding { headers.append(("Content-Encoding", coding)) }
         headers += validators
-        headers.append(("Accept-Ranges", "bytes"))
+        headers.append(("Accept-Ranges", resource.acceptRangesNone ? "none" : "bytes"))
         if let selected { headers.append(("Content-Range", "bytes \(selected.lowerBound)-\(selected.upperBound)/\(total)")) }
 
         let head = responseHead(selected == nil ? 200 : 206, headers: headers, close: close,
-                                announceKeepAlive: !hangUp)
+                                announceKeepAlive: !hangUp, date: date)
         guard sendAll(head[...]) else { return false }
         if request.method == "HEAD" { return !(close || hangUp) }
 
@@ -648,6 +728,45 @@ private final class OriginConnection {
         return !close
     }
 
+    /// The hostile responses (SPEC §7): returns whether the connection stays open.
+    private func hostile(_ fault: OriginFault, request: ParsedRequest, resource: OriginResource?, close: Bool) -> Bool {
+        switch fault {
+        case .raw(let bytes):
+            _ = sendAll(bytes[...])
+            return false
+        case .rawHead(let status, let lines, let body):
+            let head = "HTTP/1.1 \(status) \(Self.reason(status))\r\n" + lines.map { $0 + "\r\n" }.joined() + "Connection: close\r\n\r\n"
+            _ = sendAll((Array(head.utf8) + body)[...])
+            return false
+        case .hugeHead(let bytes, let oneLine):
+            let body = resource?.body ?? []
+            var padding: [(String, String)] = []
+            if oneLine {
+                padding.append(("X-Padding", String(repeating: "a", count: bytes)))
+            } else {
+                for index in 0..<max(1, bytes / 1024) { padding.append(("X-Padding-\(index)", String(repeating: "a", count: 1000))) }
+            }
+            let head = responseHead(200, headers: padding + [("Content-Length", String(body.count))], close: true)
+            _ = sendAll((head + body)[...])
+            return false
+        case .endlessHead(let interval):
+            guard sendAll(Array("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n".utf8)[...]) else { return false }
+            var index = 0
+            while pause(interval) {
+                index += 1
+                guard sendAll(Array("X-Still-Coming-\(index): \(index)\r\n".utf8)[...]) else { return false }
+            }
+            return false
+        case .longerRedirect:
+            let path = OriginEngine.stripQuery(request.target)
+            let asked = request.target.count - path.count
+            let location = path + "?pad=" + String(repeating: "a", count: max(512, 2 * asked))
+            return sendSimple(302, method: request.method, body: [], contentType: "text/plain", extra: [("Location", location)], close: close)
+        default:
+            return false
+        }
+    }
+
     /// A complete response with a small body; `extra` headers replace defaults of the same name.
     private func sendSimple(_ status: Int, method: String, body: [UInt8], contentType: String,
                             extra: [(String, String)], close: Bool) -> Bool {
@@ -667,11 +786,12 @@ private final class OriginConnection {
         return !close
     }
 
+    /// `date`: the `Date` to send (nil: none).
     private func responseHead(_ status: Int, headers: [(String, String)], close: Bool,
-                              announceKeepAlive: Bool = true) -> [UInt8] {
+                              announceKeepAlive: Bool = true, date: String? = HTTPDate.format(time(nil))) -> [UInt8] {
         var text = "HTTP/1.1 \(status) \(Self.reason(status))\r\n"
         text += "Server: prefetch-test-origin\r\n"
-        text += "Date: \(HTTPDate.format(time(nil)))\r\n"
+        if let date { text += "Date: \(date)\r\n" }
         for (name, value) in headers { text += "\(name): \(value)\r\n" }
         if close {
             text += "Connection: close\r\n"
