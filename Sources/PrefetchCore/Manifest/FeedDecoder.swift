@@ -18,12 +18,21 @@ public struct FeedDecoder {
 
     /// Decodes one manifest. `file` is the name used in diagnostics; its stem is the
     /// default feed name. Returns nil for the feed when any error was found.
+    ///
+    /// The bytes are all there is to it (the fuzzing entry point): a manifest over the
+    /// config's `max_manifest_size` is refused here too, before it is parsed.
     public func decode(_ bytes: [UInt8], file: String) -> (feed: Feed?, diagnostics: [Diagnostic]) {
+        if bytes.count > config.maxManifestSize.bytes {
+            return (nil, [Diagnostic(.error, file: file, at: nil, Self.tooLarge(size: bytes.count, exact: true, config: config))])
+        }
         var reader = NodeReader(file: file)
         let resources = ResourceDecoder(config: config, file: file)
         let root: YAMLNode?
         do {
-            root = try YAMLParser.parse(bytes, streaming: (key: "resources", handler: resources.decode))
+            let document = try YAMLParser.parse(bytes, limits: ManifestLimits.feedScalars,
+                                                streaming: (key: "resources", handler: resources.decode))
+            root = document.root
+            for problem in document.problems { reader.error(problem.message, at: problem.location) }
         } catch {
             return (nil, [Diagnostic(.error, file: file, at: error.location, error.message)])
         }
@@ -157,6 +166,11 @@ public struct FeedDecoder {
         return Feed(name: name, file: file, nameLocation: nameLocation, schedule: schedule, timeZone: zone, timeZoneName: zoneName,
                     windows: windows, days: days, jitter: jitter, conditions: conditions, refresh: refresh,
                     retry: retry, limits: limits, prune: prune, consistency: consistency, resources: resources)
+    }
+
+    /// The error for a manifest of `size` bytes over the config's `max_manifest_size`.
+    static func tooLarge(size: Int, exact: Bool, config: Config) -> String {
+        ManifestLimits.tooLarge("manifest", size: size, exact: exact, limit: "max_manifest_size \(config.maxManifestSize) (\(config.maxManifestSize.bytes) bytes)")
     }
 
     /// The file name without folder and `.yaml`/`.yml` extension.

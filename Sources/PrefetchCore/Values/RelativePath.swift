@@ -2,13 +2,16 @@
 public enum RelativePath {
     /// Nil when `path` is safe to join under `CACHE/<feed>/`, else why not
     /// (with the character offset of the offending part).
+    ///
+    /// The length limits (SPEC §7: 4,000 bytes in all, 255 per component) come first: a
+    /// limit error replaces the path's other errors.
     public static func problem(_ path: String) -> ValueError? {
+        if let problem = lengthProblem(path) { return problem }
         // SPEC §6: names beginning `.prefetch` are prefetch's own (the reader index, generations).
         if path.hasPrefix(".prefetch") { return ValueError("a path cannot start with '.prefetch': prefetch keeps its own files under that name") }
         if isPlainASCII(path) { return nil }
         if path.isEmpty { return ValueError("a path cannot be empty") }
         if path.hasPrefix("/") { return ValueError("a path must be relative to the feed's folder, not absolute") }
-        if path.utf8.count > 4000 { return ValueError("a path has at most 4000 bytes") }
         var offset = 0
         for segment in path.split(separator: "/", omittingEmptySubsequences: false) {
             defer { offset += segment.count + 1 }
@@ -18,13 +21,24 @@ public enum RelativePath {
             case "..": return ValueError("a path cannot contain '..': it would leave the feed's folder", at: offset)
             default: break
             }
-            if segment.utf8.count > 255 {
-                return ValueError("a path segment has at most 255 bytes", at: offset)
-            }
             for (index, scalar) in segment.unicodeScalars.enumerated()
             where scalar.value < 0x20 || scalar.value == 0x7f || (0x80..<0xa0).contains(scalar.value) {
                 return ValueError("a path cannot contain control characters", at: offset + index)
             }
+        }
+        return nil
+    }
+
+    /// A path over 4,000 bytes, or with a component over 255, at the offending component.
+    private static func lengthProblem(_ path: String) -> ValueError? {
+        let count = path.utf8.count
+        if count > 4000 { return ValueError("a path has at most 4000 bytes; this one has \(count)") }
+        guard count > 255 else { return nil }
+        var offset = 0  // in characters, as ValueError counts
+        for segment in path.split(separator: "/", omittingEmptySubsequences: false) {
+            let bytes = segment.utf8.count
+            if bytes > 255 { return ValueError("a path component has at most 255 bytes; this one has \(bytes)", at: offset) }
+            offset += segment.count + 1
         }
         return nil
     }

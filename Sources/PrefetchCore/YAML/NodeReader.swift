@@ -40,6 +40,7 @@ struct NodeReader {
     /// A mapping's entries by key. Reports a non-mapping, duplicate keys, non-scalar keys and
     /// keys outside `allowed` (with a "did you mean" hint).
     mutating func mapping(_ node: YAMLNode, allowed: [String], what: String) -> Entries? {
+        if node.isOverLimit { return nil }  // reported by the parser, once
         guard case .mapping(let pairs) = node.content else {
             error("\(what) must be a mapping of keys to values, found \(node.kindDescription)", at: node.location)
             return nil
@@ -47,6 +48,7 @@ struct NodeReader {
         var entries = Entries()
         entries.pairs.reserveCapacity(pairs.count)
         for pair in pairs {
+            guard checkLength(pair.key, ScalarLimit.key) else { continue }
             guard let key = pair.key.scalar else {
                 error("a key must be a plain word, found \(pair.key.kindDescription)", at: pair.key.location)
                 continue
@@ -76,8 +78,21 @@ struct NodeReader {
         }
     }
 
+    /// False, reporting nothing, for a scalar the parser found over its limit; false with
+    /// an error for one over `limit` here (an alias can repeat a scalar written where a
+    /// longer one is allowed). A limit error replaces every other error of the value.
+    mutating func checkLength(_ node: YAMLNode, _ limit: ScalarLimit) -> Bool {
+        if node.isOverLimit { return false }
+        if let text = node.scalar, let problem = limit.problem(text.utf8.count) {
+            error(problem, at: node.isVerbatim ? node.textLocation : node.location)
+            return false
+        }
+        return true
+    }
+
     /// A scalar's text; reports null, lists and mappings.
-    mutating func string(_ node: YAMLNode, what: String) -> String? {
+    mutating func string(_ node: YAMLNode, what: String, limit: ScalarLimit = .value) -> String? {
+        guard checkLength(node, limit) else { return nil }
         guard let text = node.scalar, !node.isNull else {
             error("\(what) must be a string, found \(node.kindDescription)", at: node.location)
             return nil
@@ -86,7 +101,8 @@ struct NodeReader {
     }
 
     /// A scalar parsed by `parse`; problems are reported at their column.
-    mutating func value<T>(_ node: YAMLNode, what: String, _ parse: (String) throws(ValueError) -> T) -> T? {
+    mutating func value<T>(_ node: YAMLNode, what: String, limit: ScalarLimit = .value, _ parse: (String) throws(ValueError) -> T) -> T? {
+        guard checkLength(node, limit) else { return nil }
         guard let text = node.scalar, !node.isNull else {
             error("\(what) must be a value, found \(node.kindDescription)", at: node.location)
             return nil
@@ -140,6 +156,7 @@ struct NodeReader {
 
     /// The items of a list; a single scalar counts as a list of one when `single` is true.
     mutating func list(_ node: YAMLNode, what: String, single: Bool = false) -> [YAMLNode]? {
+        if node.isOverLimit { return nil }  // reported by the parser, once
         switch node.content {
         case .sequence(let items): return items
         case .scalar where single && !node.isNull: return [node]

@@ -1,0 +1,146 @@
+/// One source line as a diagnostic quotes it, and the caret line under it (SPEC §7):
+/// - at most 200 characters, cut around the column with `…` where it was cut;
+/// - a URL's query value elided (`?…`), as everywhere prefetch shows a URL (SPEC §5): in
+///   a word (up to a blank or a quote) that holds `://`, what follows a `?` is hidden;
+/// - control characters shown as U+FFFD, so a file cannot drive the terminal.
+/// Columns count characters (Unicode scalars), as libyaml's do; the caret line keeps tabs.
+/// Only a bounded stretch around the column is read, however long the line.
+struct SourceExcerpt {
+    /// The longest excerpt, in characters, `…` marks included.
+    static let width = 200
+    /// How far before the shown stretch a word is followed back to see whether it is a
+    /// URL's query: past a URL's 8 KiB.
+    static let lookBehind = 9 * 1024
+
+    /// The line as shown.
+    let line: String
+    /// Blanks (tabs where the line has them) and `^` under the column.
+    let caret: String
+
+    /// The excerpt of the line `[lineStart, lineEnd)` whose column begins at byte `offset`
+    /// (`lineEnd` for a column at or past its end, then `beyond` columns further).
+    init(_ bytes: UnsafeBufferPointer<UInt8>, lineStart: Int, lineEnd: Int, at offset: Int, beyond: Int) {
+        // Up to a full width on either side of the column: enough to fill the width after
+        // elision has shortened one side.
+        var start = offset
+        var before = 0
+        while start > lineStart, before < Self.width {
+            start -= 1
+            while start > lineStart, bytes[start] & 0xC0 == 0x80 { start -= 1 }
+            before += 1
+        }
+        var end = offset
+        var after = 0
+        while end < lineEnd, after < Self.width {
+            end += YAMLText.decode(bytes, at: end)?.1 ?? 1
+            after += 1
+        }
+        end = min(end, lineEnd)
+
+        var elider = Elider()
+        let behind = max(lineStart, start - Self.lookBehind)
+        elider.follow(bytes, from: behind, to: start, wordStartsAtFrom: behind == lineStart)
+
+        // The stretch, elided: shown characters, and where the column's character lands.
+        var shown: [Unicode.Scalar] = []
+        var caret = -1
+        var hiding = false
+        var index = start
+        while index < end {
+            let isColumn = index == offset
+            let decoded = YAMLText.decode(bytes, at: index)
+            let scalar = decoded.flatMap { Unicode.Scalar($0.0) } ?? "\u{FFFD}"
+            index += decoded?.1 ?? 1
+            if elider.hides(scalar) {
+                if !hiding { shown.append("…") }
+                hiding = true
+                if isColumn { caret = shown.count - 1 }
+            } else {
+                hiding = false
+                if isColumn { caret = shown.count }
+                shown.append(Self.printable(scalar))
+            }
+        }
+        if caret < 0 { caret = shown.count }
+        (shown, caret) = Self.cut(shown, caret: caret, moreBefore: start > lineStart, moreAfter: end < lineEnd)
+
+        var text = String.UnicodeScalarView()
+        text.append(contentsOf: shown)
+        line = String(text)
+        var pad = ""
+        for (position, scalar) in shown.enumerated() where position < caret {
+            pad.append(scalar == "\t" ? "\t" : " ")
+        }
+        pad += String(repeating: " ", count: max(0, caret - shown.count) + beyond)
+        self.caret = pad + "^"
+    }
+
+    /// At most `width` characters of `shown` around `caret`, with `…` for what is left out
+    /// on either side (`moreBefore`, `moreAfter`: the line goes on beyond `shown`), and
+    /// where the caret is then.
+    static func cut(_ shown: [Unicode.Scalar], caret: Int, moreBefore: Bool, moreAfter: Bool) -> ([Unicode.Scalar], Int) {
+        let count = shown.count
+        guard count > width || moreBefore || moreAfter else { return (shown, caret) }
+        let first: Int, last: Int
+        if !moreBefore, caret < width / 2 {
+            (first, last) = (0, min(count, width - 1))  // only the end is cut
+        } else if !moreAfter, count - caret < width / 2 {
+            (first, last) = (max(0, count - (width - 1)), count)  // only the start is cut
+        } else {
+            first = max(0, min(caret - (width - 2) / 2, count - (width - 2)))
+            last = min(count, first + width - 2)
+        }
+        let lead = first > 0 || moreBefore
+        let trail = last < count || moreAfter
+        let slice = (lead ? ["…"] : []) + shown[first..<last] + (trail ? ["…"] : [])
+        return (slice, caret - first + (lead ? 1 : 0))
+    }
+
+    /// `text` with control characters (C0 but tab, DEL, C1) as U+FFFD: a message may quote
+    /// a value that a quoted escape filled with them.
+    static func printable(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { printable($0) != $0 }) else { return text }
+        var view = String.UnicodeScalarView()
+        view.append(contentsOf: text.unicodeScalars.map(printable))
+        return String(view)
+    }
+
+    private static func printable(_ scalar: Unicode.Scalar) -> Unicode.Scalar {
+        scalar != "\t" && (scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)) ? "\u{FFFD}" : scalar
+    }
+
+    /// Follows words character by character: a word that holds `://` and then `?` hides
+    /// what follows the `?` to the word's end.
+    private struct Elider {
+        private var recent: (Unicode.Scalar, Unicode.Scalar) = (" ", " ")
+        private var sawScheme = false
+        private var inQuery = false
+
+        /// Reads `[from, to)` (what lies before the shown stretch) to learn the state there.
+        /// Without the word's start in it (`wordStartsAtFrom` false), a word that began even
+        /// earlier is taken as one that may hold a URL: what follows a `?` is hidden.
+        mutating func follow(_ bytes: UnsafeBufferPointer<UInt8>, from: Int, to: Int, wordStartsAtFrom: Bool) {
+            if !wordStartsAtFrom { sawScheme = true }
+            var index = from
+            while index < to {
+                let decoded = YAMLText.decode(bytes, at: index)
+                _ = hides(decoded.flatMap { Unicode.Scalar($0.0) } ?? "\u{FFFD}")
+                index += decoded?.1 ?? 1
+            }
+        }
+
+        /// Whether `scalar`, the next character, is hidden.
+        mutating func hides(_ scalar: Unicode.Scalar) -> Bool {
+            defer { recent = (recent.1, scalar) }
+            if scalar == " " || scalar == "\t" || scalar == "\"" || scalar == "'" {
+                sawScheme = false
+                inQuery = false
+                return false
+            }
+            if inQuery { return true }
+            if scalar == "/", recent == (":", "/") { sawScheme = true }
+            if scalar == "?", sawScheme { inQuery = true }
+            return false
+        }
+    }
+}
