@@ -150,7 +150,7 @@ public enum ConfigLoader {
             if range.contains(size.bytes) {
                 config.maxManifestSize = size
             } else {
-                reader.error("max_manifest_size must be from \(ByteSize(bytes: range.lowerBound)) to \(ByteSize(bytes: range.upperBound)), found \(size)",
+                reader.error("max_manifest_size must be from \(ByteSize(bytes: range.lowerBound)) to \(ByteSize(bytes: range.upperBound)), found \(node.scalar ?? "\(size)")",
                              at: node.location)
             }
         }

@@ -85,7 +85,8 @@ public struct SourceText: Sendable {
         bytes.withUnsafeBufferPointer { buffer in
             guard cursor.seek(line: location.line, in: buffer) else { return nil }
             let (offset, beyond) = cursor.offset(ofColumn: location.column, in: buffer)
-            return SourceExcerpt(buffer, lineStart: cursor.lineStart, lineEnd: cursor.lineEnd, at: offset, beyond: beyond)
+            return SourceExcerpt(buffer, lineStart: cursor.lineStart, lineEnd: cursor.lineEnd, at: offset, beyond: beyond,
+                                 elision: &cursor.elision)
         }
     }
 
@@ -96,6 +97,8 @@ public struct SourceText: Sendable {
         private(set) var lineEnd = -1  // not measured yet
         private var column = 1
         private var columnOffset = 0
+        /// What the excerpts of this line have learnt of its words (URL queries to hide).
+        var elision = SourceExcerpt.Elision(position: 0)
 
         /// Moves to the start of line `number`; false when the file has fewer lines.
         mutating func seek(line number: Int, in bytes: UnsafeBufferPointer<UInt8>) -> Bool {

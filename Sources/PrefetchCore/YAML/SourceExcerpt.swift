@@ -8,9 +8,6 @@
 struct SourceExcerpt {
     /// The longest excerpt, in characters, `…` marks included.
     static let width = 200
-    /// How far before the shown stretch a word is followed back to see whether it is a
-    /// URL's query: past a URL's 8 KiB.
-    static let lookBehind = 9 * 1024
 
     /// The line as shown.
     let line: String
@@ -19,7 +16,11 @@ struct SourceExcerpt {
 
     /// The excerpt of the line `[lineStart, lineEnd)` whose column begins at byte `offset`
     /// (`lineEnd` for a column at or past its end, then `beyond` columns further).
-    init(_ bytes: UnsafeBufferPointer<UInt8>, lineStart: Int, lineEnd: Int, at offset: Int, beyond: Int) {
+    ///
+    /// `elision` is what is known of the line's words up to some byte: followed from there
+    /// to the stretch shown (from the line's start when it is behind), and kept for the
+    /// next excerpt of the line, so a line's excerpts in order read it once in all.
+    init(_ bytes: UnsafeBufferPointer<UInt8>, lineStart: Int, lineEnd: Int, at offset: Int, beyond: Int, elision: inout Elision) {
         // Up to a full width on either side of the column: enough to fill the width after
         // elision has shortened one side.
         var start = offset
@@ -37,9 +38,10 @@ struct SourceExcerpt {
         }
         end = min(end, lineEnd)
 
-        var elider = Elider()
-        let behind = max(lineStart, start - Self.lookBehind)
-        elider.follow(bytes, from: behind, to: start, wordStartsAtFrom: behind == lineStart)
+        if elision.position < lineStart || elision.position > start { elision = Elision(position: lineStart) }
+        elision.elider.follow(bytes, from: elision.position, to: start)
+        elision.position = start
+        var elider = elision.elider
 
         // The stretch, elided: shown characters, and where the column's character lands.
         var shown: [Unicode.Scalar] = []
@@ -109,18 +111,25 @@ struct SourceExcerpt {
         scalar != "\t" && (scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)) ? "\u{FFFD}" : scalar
     }
 
+    /// The words of a line followed up to `position` (a byte offset).
+    struct Elision {
+        var elider = Elider()
+        var position: Int
+
+        init(position: Int) {
+            self.position = position
+        }
+    }
+
     /// Follows words character by character: a word that holds `://` and then `?` hides
     /// what follows the `?` to the word's end.
-    private struct Elider {
+    struct Elider {
         private var recent: (Unicode.Scalar, Unicode.Scalar) = (" ", " ")
         private var sawScheme = false
         private var inQuery = false
 
         /// Reads `[from, to)` (what lies before the shown stretch) to learn the state there.
-        /// Without the word's start in it (`wordStartsAtFrom` false), a word that began even
-        /// earlier is taken as one that may hold a URL: what follows a `?` is hidden.
-        mutating func follow(_ bytes: UnsafeBufferPointer<UInt8>, from: Int, to: Int, wordStartsAtFrom: Bool) {
-            if !wordStartsAtFrom { sawScheme = true }
+        mutating func follow(_ bytes: UnsafeBufferPointer<UInt8>, from: Int, to: Int) {
             var index = from
             while index < to {
                 let decoded = YAMLText.decode(bytes, at: index)

@@ -175,11 +175,18 @@ public enum YAMLParser {
                 }
                 let text = String(decoding: UnsafeBufferPointer(start: scalar.value, count: scalar.length), as: UTF8.self)
                 // Verbatim when the source is the text as written (errors then point at their
-                // column). ASCII text is as wide as its bytes, so only other text is counted by
-                // character (grapheme breaking is costly on a manifest's thousands of scalars).
+                // column): as many characters on one line as the text has. An escape is
+                // always wider than the one character it stands for. ASCII text is as wide as
+                // its bytes, so only other text is counted (grapheme breaking is costly on a
+                // manifest's thousands of scalars); it must also be one character per scalar,
+                // as the offsets of value errors count characters.
                 let width = Int(event.end_mark.column - event.start_mark.column)
-                let verbatim = (style == .plain || quotes == 2) && event.start_mark.line == event.end_mark.line
-                    && (width == scalar.length + quotes || width == text.count + quotes)
+                var verbatim = (style == .plain || quotes == 2) && event.start_mark.line == event.end_mark.line
+                if verbatim {
+                    let ascii = UnsafeBufferPointer(start: scalar.value, count: scalar.length).allSatisfy { $0 < 0x80 }
+                    let scalars = ascii ? scalar.length : text.unicodeScalars.count
+                    verbatim = width == scalars + quotes && (ascii || text.count == scalars)
+                }
                 let node = YAMLNode(.scalar(text, style), at: at, tag: Self.string(scalar.tag), isVerbatim: verbatim)
                 add(node, anchor: Self.string(scalar.anchor), weight: 1)
             case YAML_ALIAS_EVENT:
