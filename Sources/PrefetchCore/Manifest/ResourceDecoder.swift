@@ -8,8 +8,7 @@ final class ResourceDecoder {
     private var decoded: [Resource] = []
     /// Bare dates wait for the feed's zone, which may come after the resources in the file.
     private var pending: [(index: Int, notBefore: Timestamp?, expires: Timestamp?, expiresAt: SourceLocation?)] = []
-    private var files: [String: SourceLocation] = [:]
-    private var folders: [String: SourceLocation] = [:]
+    private var paths = PathClaims()
     /// How many entries the list had, valid or not.
     private(set) var count = 0
 
@@ -177,30 +176,17 @@ final class ResourceDecoder {
     /// Records `path` for this feed; false (with an error) when another resource has it,
     /// or uses it as a folder, or has a file where it needs a folder.
     private func claim(_ path: String, at location: SourceLocation, entry: SourceLocation) -> Bool {
-        if let first = files[path] {
-            reader.error("path '\(path)' is already used by the resource at line \(first.line)", at: location)
-            return false
+        switch paths.claim(path, line: entry.line) {
+        case nil:
+            return true
+        case .duplicate(let line)?:
+            reader.error("path '\(path)' is already used by the resource at line \(line)", at: location)
+        case .folder(let line)?:
+            reader.error("path '\(path)' is also a folder of the resource at line \(line)", at: location)
+        case .fileAbove(let prefix, let line)?:
+            reader.error("path '\(path)' would put a folder where the resource at line \(line) keeps its file '\(prefix)'", at: location)
         }
-        if let other = folders[path] {
-            reader.error("path '\(path)' is also a folder of the resource at line \(other.line)", at: location)
-            return false
-        }
-        var ancestor = Substring(path)
-        var added: [String] = []
-        while let slash = ancestor.lastSlash {
-            ancestor = ancestor[..<slash]
-            let key = String(ancestor)
-            if let file = files[key] {
-                reader.error("path '\(path)' would put a folder where the resource at line \(file.line) keeps its file '\(key)'", at: location)
-                for folder in added { folders[folder] = nil }
-                return false
-            }
-            if folders[key] != nil { break }  // its ancestors are recorded already
-            folders[key] = entry
-            added.append(key)
-        }
-        files[path] = entry
-        return true
+        return false
     }
 }
 

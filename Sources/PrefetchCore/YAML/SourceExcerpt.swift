@@ -21,18 +21,18 @@ struct SourceExcerpt {
     /// to the stretch shown (from the line's start when it is behind), and kept for the
     /// next excerpt of the line, so a line's excerpts in order read it once in all.
     init(_ bytes: UnsafeBufferPointer<UInt8>, lineStart: Int, lineEnd: Int, at offset: Int, beyond: Int, elision: inout Elision) {
-        // Up to a full width on either side of the column: enough to fill the width after
-        // elision has shortened one side.
+        // Up to twice the width on either side of the column: enough to fill the width after
+        // elision has shortened one side (by queries of up to 200 characters in all).
         var start = offset
         var before = 0
-        while start > lineStart, before < Self.width {
+        while start > lineStart, before < 2 * Self.width {
             start -= 1
             while start > lineStart, bytes[start] & 0xC0 == 0x80 { start -= 1 }
             before += 1
         }
         var end = offset
         var after = 0
-        while end < lineEnd, after < Self.width {
+        while end < lineEnd, after < 2 * Self.width {
             end += YAMLText.decode(bytes, at: end)?.1 ?? 1
             after += 1
         }
