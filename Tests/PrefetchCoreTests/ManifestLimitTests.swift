@@ -221,6 +221,20 @@ import Testing
                 == ["t.yaml:4:8: error: with this alias the file's aliases stand for more than 1000000 nodes (an alias bomb?); at most 1000000 are allowed"])
     }
 
+    /// A file with an error in each of a million entries (2 MB) is read up to its 1,000th
+    /// error, then one more says the rest is not read: before, all million were found and
+    /// shown, which took minutes.
+    @Test func aFileStopsBeingReadAtAThousandErrors() {
+        let yaml = "name: t\nresources: [" + Array(repeating: "a", count: 1_000_000).joined(separator: ",") + "]\n"
+        let diagnostics = Self.decode(Array(yaml.utf8))
+        #expect(diagnostics.count == 1001)
+        #expect(diagnostics.first == "t.yaml:2:13: error: a resource must be a mapping of keys to values, found a string")
+        #expect(diagnostics.last == "t.yaml:2:2012: error: more than 1000 errors; the rest of the file is not read")
+        let limits = "name: t\nresources:\n" + String(repeating: "  - url: https://a.example/\(Self.x(8200))\n", count: 1200)
+        let long = Self.decode(Array(limits.utf8))
+        #expect(long.count == 1001 && long.last == "t.yaml:1002:8228: error: more than 1000 errors; the rest of the file is not read", "\(long.suffix(2))")
+    }
+
     /// A limit error replaces the value's other errors, and of a file's several values over
     /// their limits each is reported, with the other problems of the file.
     @Test func everyValueOverItsLimitIsReportedOnce() {

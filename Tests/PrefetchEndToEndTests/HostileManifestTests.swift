@@ -4,7 +4,7 @@ import Testing
 import TestSupport
 
 /// FAULTS 25 through the real binary: each hostile manifest costs one error at its own
-/// `file:line:column`, exit 2, within generous bounds of CPU time and memory measured on the
+/// `file:line:column` (a million bad entries: a thousand and one), exit 2, within generous bounds of CPU time and memory measured on the
 /// child itself (MeasuredRun: wait4's rusage), never a crash; `run`, `plan` and the daemon
 /// refuse it before they touch anything.
 ///
@@ -69,6 +69,9 @@ import TestSupport
         Hostile("a 100 KiB header value", "feeds/x.yaml:5:14: error: a header value has at most 8 KiB (8192 bytes); this one has 102400") {
             text(head + "    headers:\n      X-Big: " + String(repeating: "v", count: 100 << 10) + "\n")
         },
+        Hostile("an error in each of a million entries", "feeds/x.yaml:2:13: error: a resource must be a mapping of keys to values, found a string") {
+            text("name: x\nresources: [" + Array(repeating: "a", count: 1_000_000).joined(separator: ",") + "]\n")
+        },
         Hostile("invalid UTF-8 on line 6", "feeds/x.yaml:6:13: error: invalid UTF-8 (byte 0xFF); save the file as UTF-8") {
             text(head + "    path: a\n  - url: https://a.example/y\n    path: ab") + [0xFF] + text("\n")
         },
@@ -112,8 +115,9 @@ import TestSupport
         #expect(run.status == 2, "\(run.summary)")
         let lines = run.stderr.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         #expect(lines.first == input.expected, "\(run.summary)")
-        #expect(lines.filter { $0.hasPrefix("feeds/x.yaml") }.count == 1, "\(run.summary)")
-        #expect(lines.dropLast().last == "prefetch: 1 error in 1 file", "\(run.summary)")
+        let errors = input.name.contains("million") ? 1001 : 1  // read to the 1,000th error, then one that says so
+        #expect(lines.filter { $0.hasPrefix("feeds/x.yaml") }.count == errors, "\(run.summary)")
+        #expect(lines.dropLast().last == "prefetch: \(errors) error\(errors == 1 ? "" : "s") in 1 file", "\(run.summary)")
         #expect(lines.allSatisfy { $0.unicodeScalars.count <= 200 }, "an echoed line longer than 200 characters")
         #expect(run.stdout.isEmpty)
         #expect(run.cpuSeconds < 2, "\(run.summary)")
@@ -132,7 +136,8 @@ import TestSupport
             let result = try BinaryRunner.run([command, "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"], in: dir.url, timeout: 60)
             #expect(result.status == 2, "\(command): \(result.diagnostics.prefix(3000))")
             #expect(result.stderr.hasPrefix(input.expected + "\n"), "\(command): \(result.stderr.prefix(3000))")
-            #expect(result.stderr.hasSuffix("prefetch: 1 error in the feeds; nothing was done\n"), "\(command): \(result.stderr.suffix(500))")
+            let errors = input.name.contains("million") ? "1001 errors" : "1 error"
+            #expect(result.stderr.hasSuffix("prefetch: \(errors) in the feeds; nothing was done\n"), "\(command): \(result.stderr.suffix(500))")
             #expect(!FileManager.default.fileExists(atPath: dir.file("cache")), "\(command) created the cache folder")
         }
     }
@@ -227,6 +232,31 @@ import TestSupport
         #expect(lines[1].hasSuffix("{url: ftp://a.example/z.bin?… {url: https://a.example/last}]"), "\(lines[1])")
         let caret = lines[2].count - 1
         #expect(lines[2].allSatisfy { $0 == " " || $0 == "^" } && Array(lines[1].unicodeScalars)[caret] == "f", "\(lines[1])\n\(lines[2])")
+    }
+
+    /// A `${VAR}` is checked when it is filled in, at request time (SPEC §7): a value with
+    /// CR LF (a header injection through the environment) or over 8 KiB fails that
+    /// resource for the release, naming header and variable but never the value, and
+    /// nothing of it reaches the origin; the other resources go on.
+    @Test func aFilledInHeaderThatBreaksALimitFailsItsResourceOnly() throws {
+        let s = try FaultHarness()
+        for name in ["a.bin", "b.bin", "c.bin"] { s.origin.serve("/" + name, OriginResource(FaultTests.bytes(100, seed: 25))) }
+        try s.feed(FaultTests.inRun + "resources:\n  - url: ORIGIN/a.bin\n    headers: { X-Token: \"${INJECT}\" }\n"
+                   + "  - url: ORIGIN/b.bin\n    headers: { X-Token: \"Bearer ${LONG}\" }\n  - url: ORIGIN/c.bin\n")
+        let result = try s.runJSON(environment: ["INJECT": "s3cret\r\nX-Injected: yes", "LONG": String(repeating: "L", count: 8186)])
+        #expect(result.status == 1, "\(result.diagnostics)")
+        #expect(result.failure("a.bin") == "header X-Token: the value of ${INJECT} holds a line break or another control character, which a header cannot carry",
+                "\(result.diagnostics)")
+        #expect(result.failure("b.bin") == "header X-Token with ${LONG} filled in: a header value has at most 8 KiB (8192 bytes); this one has 8193",
+                "\(result.diagnostics)")
+        #expect(result.placed("c.bin"), "\(result.diagnostics)")
+        #expect(s.origin.requests.map(\.path) == ["/c.bin"], "\(s.origin.requests.map(\.path))")
+        #expect(!result.stdout.contains("s3cret") && !result.stderr.contains("s3cret") && !result.stdout.contains("LLLL"))
+        // Exactly at the limit it is sent (at the next release: the failures were for this one).
+        let fits = try s.runJSON(offset: "+2h", environment: ["INJECT": "ok", "LONG": String(repeating: "L", count: 8185)])
+        #expect(fits.status == 0, "\(fits.diagnostics)")
+        #expect(s.origin.requests.first { $0.path == "/b.bin" }?.header("x-token")?.utf8.count == 8192)
+        #expect(s.origin.requests.allSatisfy { $0.header("x-injected") == nil })
     }
 
     /// The daemon reloading its feeds (SIGHUP) meets a hostile manifest: one error, "reload

@@ -10,6 +10,9 @@ public struct FeedDecoder {
     static let limitKeys = ["concurrency", "max_rate", "connect_timeout", "stall_timeout", "max_redirects"]
 
     private let config: Config
+    /// A file with this many errors is not read further (SPEC §7: a manifest made to hurt
+    /// costs one screen of errors, not minutes and memory for a million of them).
+    static let maxErrors = 1000
 
     /// A decoder that checks sizes against `config`'s global cap.
     public init(config: Config) {
@@ -30,9 +33,16 @@ public struct FeedDecoder {
         let root: YAMLNode?
         do {
             let document = try YAMLParser.parse(bytes, limits: ManifestLimits.feedScalars,
-                                                streaming: (key: "resources", handler: resources.decode))
-            root = document.root
+                                                streaming: (key: "resources", handler: resources.decode),
+                                                stopWhen: { $0 + resources.errorCount >= Self.maxErrors })
             for problem in document.problems { reader.error(problem.message, at: problem.location) }
+            if let stopped = document.stoppedAt {
+                // Enough to act on; the rest of the file would cost time and memory for more.
+                resources.report(into: &reader)
+                reader.error("more than \(Self.maxErrors) errors; the rest of the file is not read", at: stopped)
+                return (nil, reader.sortedDiagnostics)
+            }
+            root = document.root
         } catch {
             return (nil, [Diagnostic(.error, file: file, at: error.location, error.message)])
         }

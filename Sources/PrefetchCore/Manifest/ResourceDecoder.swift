@@ -11,6 +11,8 @@ final class ResourceDecoder {
     private var paths = PathClaims()
     /// How many entries the list had, valid or not.
     private(set) var count = 0
+    /// How many errors its entries had so far.
+    var errorCount: Int { reader.errorCount }
 
     init(config: Config, file: String) {
         self.config = config
@@ -113,6 +115,11 @@ final class ResourceDecoder {
         return decoded
     }
 
+    /// Only the diagnostics so far, merged into `into`: for a file not read to its end.
+    func report(into: inout NodeReader) {
+        into.absorb(reader)
+    }
+
     /// The URL path's last segment, percent-decoded, when it makes a safe file name.
     private func defaultPath(_ url: ResourceURL, at location: SourceLocation) -> String? {
         do {
@@ -187,12 +194,5 @@ final class ResourceDecoder {
             reader.error("path '\(path)' would put a folder where the resource at line \(line) keeps its file '\(prefix)'", at: location)
         }
         return false
-    }
-}
-
-extension NodeReader {
-    /// Takes over another reader's diagnostics.
-    mutating func absorb(_ other: NodeReader) {
-        for diagnostic in other.diagnostics { diagnostics.append(diagnostic) }
     }
 }

@@ -17,10 +17,19 @@ struct NodeReader {
         }.map(\.element)
     }
 
-    var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
+    var hasErrors: Bool { errorCount > 0 }
+    /// How many errors were found.
+    private(set) var errorCount = 0
 
     mutating func error(_ message: String, at location: SourceLocation) {
+        errorCount += 1
         diagnostics.append(Diagnostic(.error, file: file, at: location, message))
+    }
+
+    /// Takes over another reader's diagnostics.
+    mutating func absorb(_ other: NodeReader) {
+        diagnostics.append(contentsOf: other.diagnostics)
+        errorCount += other.errorCount
     }
 
     mutating func warning(_ message: String, at location: SourceLocation) {

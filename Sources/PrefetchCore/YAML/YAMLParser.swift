@@ -15,6 +15,8 @@ public struct YAMLDocument: Sendable {
     public var root: YAMLNode?
     /// Scalars longer than their place allows (SPEC §7), in file order.
     public var problems: [YAMLSyntaxError]
+    /// Where reading stopped because `stopWhen` said so; the tree is then incomplete.
+    public var stoppedAt: SourceLocation?
 }
 
 /// Parses YAML text into a `YAMLNode` tree with libyaml's event API, within the limits of
@@ -36,8 +38,13 @@ public enum YAMLParser {
     /// With `streaming`, each item of the list under that top-level key is handed to the
     /// handler as soon as it is complete and is not kept in the tree (the list node stays,
     /// empty): a 100,000-resource manifest never holds all its nodes at once.
+    ///
+    /// `stopWhen`, asked after each event with the number of `problems` so far, ends the
+    /// reading early (a file with an error in each of its million entries is not read to
+    /// its end).
     public static func parse(_ bytes: [UInt8], limits: ScalarLimits,
-                             streaming: (key: String, handler: (YAMLNode) -> Void)? = nil) throws(YAMLSyntaxError) -> YAMLDocument {
+                             streaming: (key: String, handler: (YAMLNode) -> Void)? = nil,
+                             stopWhen: ((_ problems: Int) -> Bool)? = nil) throws(YAMLSyntaxError) -> YAMLDocument {
         return try bytes.withUnsafeBufferPointer { (buffer) throws(YAMLSyntaxError) -> YAMLDocument in
             if let problem = YAMLText.firstProblem(buffer) { throw problem }
             var parser = yaml_parser_t()
@@ -56,8 +63,11 @@ public enum YAMLParser {
                 defer { yaml_event_delete(&event) }
                 if event.type == YAML_STREAM_END_EVENT { break }
                 try builder.consume(event)
+                if let stopWhen, stopWhen(builder.problems.count) {
+                    return YAMLDocument(root: nil, problems: builder.problems, stoppedAt: location(event.end_mark))
+                }
             }
-            return YAMLDocument(root: builder.root, problems: builder.problems)
+            return YAMLDocument(root: builder.root, problems: builder.problems, stoppedAt: nil)
         }
     }
 
