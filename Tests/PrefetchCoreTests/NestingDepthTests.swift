@@ -152,7 +152,7 @@ import Testing
             let expected = writer.opened.first { $0.level == YAMLParser.maxDepth + 1 }
             let outcome: String
             do {
-                _ = try YAMLParser.parse(Array(writer.text.utf8), limits: ManifestLimits.feedScalars)
+                _ = try YAMLParser.parse(Array(writer.text.utf8), limits: FeedDecoder.scalars)
                 outcome = "parsed"
             } catch {
                 outcome = "\(error.location): \(error.message)"
@@ -190,7 +190,7 @@ import Testing
         nonisolated(unsafe) var failure: String?
         let thread = Thread {
             do {
-                var document: YAMLDocument? = try YAMLParser.parse(bytes, limits: ManifestLimits.feedScalars)
+                var document: YAMLDocument? = try YAMLParser.parse(bytes, limits: FeedDecoder.scalars)
                 var node = document?.root
                 if case .mapping(let pairs)? = node?.content { node = pairs.last?.value }
                 while let current = node {

@@ -40,7 +40,7 @@ public struct Config: Sendable {
     /// proxy and the environment's alike; nil: the environment's `no_proxy` applies.
     public var noProxy: NoProxyList?
     /// The largest feed manifest read (SPEC §7); a larger one is refused before it is parsed.
-    public var maxManifestSize: ByteSize = ByteSize(bytes: ManifestLimits.defaultManifestSize)
+    public var maxManifestSize: ByteSize = ByteSize(bytes: InputLimits.defaultManifestSize)
 
     /// The path of the default configuration file.
     public static let defaultPath = "/etc/prefetch/config.yaml"
@@ -60,11 +60,21 @@ public enum ConfigLoader {
                               "verify_every", "removed_feed_grace", "starved_after", "proxy", "no_proxy", "metrics_file",
                               "max_manifest_size"]
 
+    /// Where the config's scalars have limits of their own (SPEC §8's `feed_sources` URLs
+    /// among them).
+    static let scalars = ScalarLimits(value: .value, key: .key, rules: [
+        .init([.key("no_proxy")], InputLimits.noProxy),
+        .init([.key("proxy")], InputLimits.url),
+        .init([.key("feed_sources"), .item, .key("url")], InputLimits.url),
+        .init([.key("feed_sources"), .item, .key("signature")], InputLimits.url),
+        .init([.key("feed_sources"), .item, .key("headers"), .anyKey], InputLimits.headerValue),
+    ])
+
     /// Reads `path`. A missing file is an error only when `required` (an explicit `--config`).
     /// A file over 1 MiB is refused before it is parsed (SPEC §7).
     public static func load(path: String, required: Bool) -> (config: Config, diagnostics: [Diagnostic], source: SourceText?) {
         let bytes: [UInt8]
-        switch FileSystem.readFile(path, limit: ManifestLimits.configSize) {
+        switch FileSystem.readFile(path, limit: InputLimits.configSize) {
         case .success(.bytes(let data)):
             bytes = data
         case .success(.tooLarge(let size, let exact)):
@@ -83,13 +93,13 @@ public enum ConfigLoader {
     public static func decode(_ bytes: [UInt8], file: String) -> (Config, [Diagnostic]) {
         var config = Config()
         config.file = file
-        if bytes.count > ManifestLimits.configSize {
+        if bytes.count > InputLimits.configSize {
             return (config, [Diagnostic(.error, file: file, at: nil, tooLarge(size: bytes.count, exact: true))])
         }
         var reader = NodeReader(file: file)
         let root: YAMLNode?
         do {
-            let document = try YAMLParser.parse(bytes, limits: ManifestLimits.configScalars)
+            let document = try YAMLParser.parse(bytes, limits: ConfigLoader.scalars)
             root = document.root
             for problem in document.problems { reader.error(problem.message, at: problem.location) }
         } catch {
@@ -139,14 +149,14 @@ public enum ConfigLoader {
         if let node = entries["removed_feed_grace"]?.value, let span = reader.positiveSpan(node, what: "removed_feed_grace") {
             config.removedFeedGrace = span
         }
-        if let node = entries["proxy"]?.value, let proxy = reader.value(node, what: "proxy", limit: ManifestLimits.url, ProxyURL.parse) {
+        if let node = entries["proxy"]?.value, let proxy = reader.value(node, what: "proxy", limit: InputLimits.url, ProxyURL.parse) {
             config.proxy = proxy
         }
-        if let node = entries["no_proxy"]?.value, let list = reader.value(node, what: "no_proxy", limit: ManifestLimits.noProxy, NoProxyList.parse) {
+        if let node = entries["no_proxy"]?.value, let list = reader.value(node, what: "no_proxy", limit: InputLimits.noProxy, NoProxyList.parse) {
             config.noProxy = list
         }
         if let node = entries["max_manifest_size"]?.value, let size = reader.value(node, what: "max_manifest_size", ByteSize.parse) {
-            let range = ManifestLimits.manifestSizes
+            let range = InputLimits.manifestSizes
             if range.contains(size.bytes) {
                 config.maxManifestSize = size
             } else {
@@ -159,8 +169,8 @@ public enum ConfigLoader {
 
     /// The error for a config file of `size` bytes, over the 1 MiB a config may have.
     static func tooLarge(size: Int, exact: Bool) -> String {
-        ManifestLimits.tooLarge("configuration", size: size, exact: exact,
-                                limit: "the 1MiB (\(ManifestLimits.configSize) bytes) a configuration may have")
+        InputLimits.tooLarge("configuration", size: size, exact: exact,
+                                limit: "the 1MiB (\(InputLimits.configSize) bytes) a configuration may have")
     }
 }
 

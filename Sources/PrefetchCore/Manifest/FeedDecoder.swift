@@ -10,6 +10,16 @@ public struct FeedDecoder {
     static let limitKeys = ["concurrency", "max_rate", "connect_timeout", "stall_timeout", "max_redirects"]
 
     private let config: Config
+
+    /// Where a feed manifest's scalars have limits of their own (`mirrors`, SPEC §8, are
+    /// URLs too: bounded as such whenever they are read).
+    static let scalars = ScalarLimits(value: .value, key: .key, rules: [
+        .init([.key("resources"), .item, .key("url")], InputLimits.url),
+        .init([.key("resources"), .item, .key("mirrors"), .item], InputLimits.url),
+        .init([.key("resources"), .item, .key("path")], InputLimits.path),
+        .init([.key("resources"), .item, .key("headers"), .anyKey], InputLimits.headerValue),
+    ])
+
     /// A file with this many errors is not read further (SPEC §7: a manifest made to hurt
     /// costs one screen of errors, not minutes and memory for a million of them).
     static let maxErrors = 1000
@@ -32,7 +42,7 @@ public struct FeedDecoder {
         let resources = ResourceDecoder(config: config, file: file)
         let root: YAMLNode?
         do {
-            let document = try YAMLParser.parse(bytes, limits: ManifestLimits.feedScalars,
+            let document = try YAMLParser.parse(bytes, limits: FeedDecoder.scalars,
                                                 streaming: (key: "resources", handler: resources.decode),
                                                 stopWhen: { $0 + resources.errorCount >= Self.maxErrors })
             for problem in document.problems { reader.error(problem.message, at: problem.location) }
@@ -180,7 +190,7 @@ public struct FeedDecoder {
 
     /// The error for a manifest of `size` bytes over the config's `max_manifest_size`.
     static func tooLarge(size: Int, exact: Bool, config: Config) -> String {
-        ManifestLimits.tooLarge("manifest", size: size, exact: exact, limit: "max_manifest_size \(config.maxManifestSize) (\(config.maxManifestSize.bytes) bytes)")
+        InputLimits.tooLarge("manifest", size: size, exact: exact, limit: "max_manifest_size \(config.maxManifestSize) (\(config.maxManifestSize.bytes) bytes)")
     }
 
     /// The file name without folder and `.yaml`/`.yml` extension.

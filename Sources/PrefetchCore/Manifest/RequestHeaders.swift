@@ -30,12 +30,12 @@ extension Resource {
                 }
             }
             let variables = header.value.variables.map { "${\($0)}" }.joined(separator: ", ")
-            if let problem = ManifestLimits.headerValue.problem(value.utf8.count) {
+            if let problem = InputLimits.headerValue.problem(value.utf8.count) {
                 throw HeaderExpansionError(message: "header \(header.name) with \(variables) filled in: \(problem)")
             }
             total += header.name.utf8.count + value.utf8.count
-            if total > ManifestLimits.headers.bytes {
-                throw HeaderExpansionError(message: ManifestLimits.headersProblem(total, at: "header \(header.name) filled in"))
+            if total > InputLimits.headers.bytes {
+                throw HeaderExpansionError(message: InputLimits.headersProblem(total, at: "header \(header.name) filled in"))
             }
             lines.append("\(header.name): \(value)")
         }

@@ -43,13 +43,13 @@ final class ResourceDecoder {
             reader.error("a resource needs a 'url'", at: item.location)
             return
         }
-        let url = reader.value(urlNode, what: "url", limit: ManifestLimits.url, ResourceURL.parse)
+        let url = reader.value(urlNode, what: "url", limit: InputLimits.url, ResourceURL.parse)
 
         var path: String?
         var pathNode = urlNode
         if let node = pathEntry {
             pathNode = node
-            path = reader.value(node, what: "path", limit: ManifestLimits.path) { (text) throws(ValueError) -> String in
+            path = reader.value(node, what: "path", limit: InputLimits.path) { (text) throws(ValueError) -> String in
                 if let problem = RelativePath.problem(text) { throw problem }
                 return text
             }
@@ -127,7 +127,7 @@ final class ResourceDecoder {
                 reader.error("the URL ends in '/', so the resource needs a 'path'", at: location)
                 return nil
             }
-            if let problem = ManifestLimits.pathComponent.problem(segment.utf8.count) {
+            if let problem = InputLimits.pathComponent.problem(segment.utf8.count) {
                 // SPEC §7: reported at the url, which the default path comes from.
                 reader.error("the file name from the URL's last segment is too long: \(problem); give the resource a 'path'", at: location)
                 return nil
@@ -156,7 +156,7 @@ final class ResourceDecoder {
         var seen: [String: SourceLocation] = [:]
         var total = 0
         for pair in pairs {
-            guard let name = reader.value(pair.key, what: "a header name", limit: ManifestLimits.key, { (text) throws(ValueError) -> String in
+            guard let name = reader.value(pair.key, what: "a header name", limit: InputLimits.key, { (text) throws(ValueError) -> String in
                 if let problem = HeaderTemplate.nameProblem(text) { throw problem }
                 return text
             }) else { continue }
@@ -165,15 +165,15 @@ final class ResourceDecoder {
                 continue
             }
             seen[name.lowercased()] = pair.key.location
-            guard reader.checkLength(pair.value, ManifestLimits.headerValue) else { continue }
+            guard reader.checkLength(pair.value, InputLimits.headerValue) else { continue }
             // Names and values as written count toward the resource's 64 KiB; checked before
             // the value's own syntax (a limit error replaces it), once, where it is passed.
             total += name.utf8.count + (pair.value.scalar?.utf8.count ?? 0)
-            if total > ManifestLimits.headers.bytes {
-                reader.error(ManifestLimits.headersProblem(total, at: "header '\(name)'"), at: pair.key.location)
+            if total > InputLimits.headers.bytes {
+                reader.error(InputLimits.headersProblem(total, at: "header '\(name)'"), at: pair.key.location)
                 return headers
             }
-            if let value = reader.value(pair.value, what: "header '\(name)'", limit: ManifestLimits.headerValue, HeaderTemplate.parse) {
+            if let value = reader.value(pair.value, what: "header '\(name)'", limit: InputLimits.headerValue, HeaderTemplate.parse) {
                 headers.append(HeaderField(name: name, value: value))
             }
         }

@@ -1,8 +1,8 @@
 /// The limits of SPEC §7 on manifests and the config, in one place: what the parser checks
-/// every scalar against as it reads, what the decoders check again (a value an alias moved
-/// to a stricter place) and what a request checks once `${VAR}`s are filled in. Measured on
-/// the decoded value in UTF-8 bytes.
-public enum ManifestLimits {
+/// every scalar against as it reads (by place: `FeedDecoder.scalars`, `ConfigLoader.scalars`),
+/// what the decoders check again (a value an alias moved to a stricter place) and what a
+/// request checks once `${VAR}`s are filled in. Measured on the decoded value in UTF-8 bytes.
+public enum InputLimits {
     /// A resource's `url` (and the config's `proxy`).
     public static let url = ScalarLimit(8 * 1024, "a URL")
     /// A resource's `path`, in all; each component has at most `pathComponent` bytes.
@@ -25,19 +25,6 @@ public enum ManifestLimits {
     /// The default, smallest and largest `max_manifest_size`.
     public static let defaultManifestSize: UInt64 = 64 << 20
     public static let manifestSizes: ClosedRange<UInt64> = 1024...(1 << 30)
-
-    /// Where a feed manifest's scalars have limits of their own.
-    public static let feedScalars = ScalarLimits(value: value, key: key, rules: [
-        .init([.key("resources"), .item, .key("url")], url),
-        .init([.key("resources"), .item, .key("path")], path),
-        .init([.key("resources"), .item, .key("headers"), .anyKey], headerValue),
-    ])
-
-    /// Where the config's scalars have limits of their own.
-    public static let configScalars = ScalarLimits(value: value, key: key, rules: [
-        .init([.key("no_proxy")], noProxy),
-        .init([.key("proxy")], url),
-    ])
 
     /// The error for headers that reach `total` bytes at `place` ("header 'X-A'").
     static func headersProblem(_ total: Int, at place: String) -> String {
