@@ -229,10 +229,15 @@ import Testing
         let diagnostics = Self.decode(Array(yaml.utf8))
         #expect(diagnostics.count == 1001)
         #expect(diagnostics.first == "t.yaml:2:13: error: a resource must be a mapping of keys to values, found a string")
-        #expect(diagnostics.last == "t.yaml:2:2012: error: more than 1000 errors; the rest of the file is not read")
+        #expect(diagnostics.last == "t.yaml:2:2012: error: more than 1000 errors; the rest of the file is not checked")
         let limits = "name: t\nresources:\n" + String(repeating: "  - url: https://a.example/\(Self.x(8200))\n", count: 1200)
         let long = Self.decode(Array(limits.utf8))
-        #expect(long.count == 1001 && long.last == "t.yaml:1002:8228: error: more than 1000 errors; the rest of the file is not read", "\(long.suffix(2))")
+        #expect(long.count == 1001 && long.last == "t.yaml:1002:8228: error: more than 1000 errors; the rest of the file is not checked", "\(long.suffix(2))")
+        // Keys no feed has, 20,000 of them: the same cap, where the 1,001st was found.
+        let keys = (0..<20_000).map { "k\($0): 1\n" }.joined() + "resources: []\n"
+        let unknown = Self.decode(Array(keys.utf8))
+        #expect(unknown.count == 1001 && unknown.first == "t.yaml:1:1: error: unknown key 'k0' in a feed", "\(unknown.prefix(2))")
+        #expect(unknown.last == "t.yaml:1001:1: error: more than 1000 errors; the rest of the file is not checked", "\(unknown.suffix(2))")
     }
 
     /// A limit error replaces the value's other errors, and of a file's several values over

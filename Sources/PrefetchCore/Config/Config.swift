@@ -105,9 +105,9 @@ public enum ConfigLoader {
         } catch {
             return (config, [Diagnostic(.error, file: file, at: error.location, error.message)])
         }
-        guard let root, !root.isNull else { return (config, reader.sortedDiagnostics) }  // an empty config means defaults
+        guard let root, !root.isNull else { return (config, reader.finished()) }  // an empty config means defaults
         guard let entries = reader.mapping(root, allowed: keys, what: "the configuration") else {
-            return (config, reader.diagnostics)
+            return (config, reader.finished())
         }
         let folder = (file as NSString).deletingLastPathComponent
         func absolute(_ path: String) -> String {
@@ -164,7 +164,7 @@ public enum ConfigLoader {
                              at: node.location)
             }
         }
-        return (config, reader.sortedDiagnostics)
+        return (config, reader.finished())
     }
 
     /// The error for a config file of `size` bytes, over the 1 MiB a config may have.

@@ -20,10 +20,6 @@ public struct FeedDecoder {
         .init([.key("resources"), .item, .key("headers"), .anyKey], InputLimits.headerValue),
     ])
 
-    /// A file with this many errors is not read further (SPEC §7: a manifest made to hurt
-    /// costs one screen of errors, not minutes and memory for a million of them).
-    static let maxErrors = 1000
-
     /// A decoder that checks sizes against `config`'s global cap.
     public init(config: Config) {
         self.config = config
@@ -44,13 +40,12 @@ public struct FeedDecoder {
         do {
             let document = try YAMLParser.parse(bytes, limits: FeedDecoder.scalars,
                                                 streaming: (key: "resources", handler: resources.decode),
-                                                stopWhen: { $0 + resources.errorCount >= Self.maxErrors })
+                                                stopWhen: { $0 + resources.errorCount >= NodeReader.maxErrors })
             for problem in document.problems { reader.error(problem.message, at: problem.location) }
             if let stopped = document.stoppedAt {
                 // Enough to act on; the rest of the file would cost time and memory for more.
                 resources.report(into: &reader)
-                reader.error("more than \(Self.maxErrors) errors; the rest of the file is not read", at: stopped)
-                return (nil, reader.sortedDiagnostics)
+                return (nil, reader.finished(stoppedAt: stopped))
             }
             root = document.root
         } catch {
@@ -61,7 +56,7 @@ public struct FeedDecoder {
                                      "the manifest is empty; a feed needs at least 'resources'")])
         }
         let feed = decodeFeed(root, file: file, reader: &reader, resources: resources)
-        return (reader.hasErrors ? nil : feed, reader.sortedDiagnostics)
+        return (reader.hasErrors ? nil : feed, reader.finished())
     }
 
     private func decodeFeed(_ root: YAMLNode, file: String, reader: inout NodeReader, resources streamed: ResourceDecoder) -> Feed? {

@@ -1,8 +1,14 @@
 /// Reads typed values out of YAML nodes and collects every problem as a diagnostic,
-/// so one pass reports all errors in a file.
+/// so one pass reports all errors in a file — up to `maxErrors`: a file made to hurt costs
+/// one screen of errors, not minutes and memory for a million (`finished` says so).
 struct NodeReader {
+    /// The errors one file reports at most.
+    static let maxErrors = 1000
+
     let file: String
-    var diagnostics: [Diagnostic] = []
+    private(set) var diagnostics: [Diagnostic] = []
+    /// Where the first error past `maxErrors` was found.
+    private(set) var firstDropped: SourceLocation?
 
     init(file: String) {
         self.file = file
@@ -20,16 +26,37 @@ struct NodeReader {
     var hasErrors: Bool { errorCount > 0 }
     /// How many errors were found.
     private(set) var errorCount = 0
+    /// True once `maxErrors` errors were found: loops over a file's entries stop.
+    var isFull: Bool { errorCount >= Self.maxErrors }
 
     mutating func error(_ message: String, at location: SourceLocation) {
         errorCount += 1
+        guard errorCount <= Self.maxErrors else {
+            if firstDropped == nil { firstDropped = location }
+            return
+        }
         diagnostics.append(Diagnostic(.error, file: file, at: location, message))
     }
 
-    /// Takes over another reader's diagnostics.
+    /// Takes over another reader's diagnostics, within `maxErrors`.
     mutating func absorb(_ other: NodeReader) {
-        diagnostics.append(contentsOf: other.diagnostics)
-        errorCount += other.errorCount
+        for diagnostic in other.diagnostics {
+            if diagnostic.severity == .warning {
+                diagnostics.append(diagnostic)
+            } else {
+                error(diagnostic.message, at: diagnostic.location ?? SourceLocation(line: 1, column: 1))
+            }
+        }
+        if let dropped = other.firstDropped { error("", at: dropped) }
+    }
+
+    /// The diagnostics in file order, and when errors were left out (`maxErrors` reached, or
+    /// the reading stopped at `stoppedAt`) one more that says so, where that happened.
+    func finished(stoppedAt: SourceLocation? = nil) -> [Diagnostic] {
+        guard let at = stoppedAt ?? firstDropped else { return sortedDiagnostics }
+        var all = sortedDiagnostics
+        all.append(Diagnostic(.error, file: file, at: at, "more than \(Self.maxErrors) errors; the rest of the file is not checked"))
+        return all
     }
 
     mutating func warning(_ message: String, at location: SourceLocation) {
@@ -55,8 +82,12 @@ struct NodeReader {
             return nil
         }
         var entries = Entries()
-        entries.pairs.reserveCapacity(pairs.count)
+        entries.pairs.reserveCapacity(min(pairs.count, allowed.count))
         for pair in pairs {
+            if isFull {
+                error("", at: pair.key.location)  // past the limit: only where checking stopped is kept
+                break
+            }
             guard checkLength(pair.key, ScalarLimit.key) else { continue }
             guard let key = pair.key.scalar else {
                 error("a key must be a plain word, found \(pair.key.kindDescription)", at: pair.key.location)
