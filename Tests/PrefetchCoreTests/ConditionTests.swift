@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 @testable import PrefetchCore
 
-/// Power, network and disk probes on captured output, and `--assume`.
+/// Power, network and disk probes on real files and sockets, and `--assume`.
 @Suite struct ConditionTests {
     /// Lays out a `/sys/class/power_supply` tree: supply name → attribute → value (with the
     /// trailing newline sysfs writes).
@@ -19,7 +19,7 @@ import TestSupport
     @Test func laptopOnMains() throws {
         let root = try Self.sysfs(["AC": ["type": "Mains", "online": "1"],
                                    "BAT0": ["type": "Battery", "capacity": "87", "status": "Charging"]])
-        let reading = PowerProbe(root: root.path).read()
+        let reading = try #require(PowerProbe(root: root.path).read().value)
         #expect(reading.onAC && reading.batteryLevel == nil)
     }
 
@@ -27,7 +27,7 @@ import TestSupport
         let root = try Self.sysfs(["AC": ["type": "Mains", "online": "0"],
                                    "BAT0": ["type": "Battery", "capacity": "23", "status": "Discharging"],
                                    "hidpp_battery_0": ["type": "Battery", "scope": "Device", "capacity": "5", "status": "Discharging"]])
-        let reading = PowerProbe(root: root.path).read()
+        let reading = try #require(PowerProbe(root: root.path).read().value)
         #expect(!reading.onAC)
         #expect(reading.batteryLevel == 23)  // the mouse's battery (scope Device) does not count
     }
@@ -35,43 +35,53 @@ import TestSupport
     @Test func usbCPowerCountsAsAC() throws {
         let root = try Self.sysfs(["ucsi-source-psy-USBC000:001": ["type": "USB", "online": "1"],
                                    "BAT1": ["type": "Battery", "capacity": "50", "status": "Charging"]])
-        #expect(PowerProbe(root: root.path).read().onAC)
+        #expect(PowerProbe(root: root.path).read().value?.onAC == true)
     }
 
     @Test func noSuppliesMeansAC() throws {
         let empty = try Self.sysfs([:])
-        #expect(PowerProbe(root: empty.path).read() == PowerProbe.Reading(onAC: true, batteryLevel: nil, source: "no power supply found: AC assumed"))
-        #expect(PowerProbe(root: "/nonexistent/power_supply").read().onAC)
+        #expect(PowerProbe(root: empty.path).read() == .known(PowerState(onAC: true), source: "no power supply found: AC assumed"))
+        #expect(PowerProbe(root: "/nonexistent/power_supply").read().value?.onAC == true)
+    }
+
+    /// Without a system bus socket nothing is loaded or connected: the reading is unknown
+    /// at once, saying so.
+    @Test func noSystemBusMeansUnknownAtOnce() throws {
+        let folder = try TemporaryFolder()
+        let probe = NetworkProbe(bus: SystemBusAddress("unix:path=\(folder.file("no-bus"))"))
+        let started = Date()
+        let reading = probe.read(until: Clock.monotonicNanoseconds() + 2_000_000_000)
+        #expect(reading == .unknown(reason: "no D-Bus system bus (\(folder.file("no-bus")) does not exist)"))
+        #expect(Date().timeIntervalSince(started) < 0.5)
     }
 
     @Test(arguments: [
-        ("u 1\n", 1), ("u 4\n", 4), ("u 3", 3), ("   variant       uint32 2\n", 2), ("", nil), ("s \"x\"", nil),
-    ] as [(String, Int?)])
-    func networkManagerOutput(_ output: String, _ expected: Int?) {
-        #expect(NetworkProbe.parseMetered(output) == expected)
+        ([:], SystemBusAddress.defaultAddress, ["/run/dbus/system_bus_socket"]),
+        (["DBUS_SYSTEM_BUS_ADDRESS": ""], SystemBusAddress.defaultAddress, ["/run/dbus/system_bus_socket"]),
+        (["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/tmp/a%20b/bus,guid=00ff"], "unix:path=/tmp/a%20b/bus,guid=00ff", ["/tmp/a b/bus"]),
+        (["DBUS_SYSTEM_BUS_ADDRESS": "unix:abstract=/x;unix:path=/y"], "unix:abstract=/x;unix:path=/y", ["/y"]),
+    ] as [([String: String], String, [String])])
+    func theSystemBusAddress(_ environment: [String: String], _ address: String, _ paths: [String]) {
+        let bus = SystemBusAddress(environment: environment)
+        #expect(bus.address == address)
+        #expect(bus.socketPaths == paths)
     }
 
-    @Test func meteredFromNetworkManager() {
-        let yes = NetworkProbe(run: { tool, _ in tool == "busctl" ? "u 3\n" : nil }, systemBus: { true }).read()
-        #expect(yes.metered == true && yes.source == "NetworkManager (guessed yes)")
-        let no = NetworkProbe(run: { tool, _ in tool == "dbus-send" ? "   variant       uint32 4\n" : nil }, systemBus: { true }).read()
-        #expect(no.metered == false)
-        let absent = NetworkProbe(run: { _, _ in nil }, systemBus: { true }).read()
-        #expect(absent.metered == nil && absent.source == "NetworkManager not running")
-        let unknown = NetworkProbe(run: { _, _ in "u 0\n" }, systemBus: { true }).read()
-        #expect(unknown.metered == nil)
-        // Without a system bus nothing is spawned at all.
-        let noBus = NetworkProbe(run: { _, _ in Issue.record("spawned without a bus"); return nil }, systemBus: { false }).read()
-        #expect(noBus == NetworkProbe.Reading(metered: nil, source: "NetworkManager not running (no D-Bus system bus)"))
+    @Test func anAbstractSocketMayBeThere() {
+        #expect(SystemBusAddress("unix:abstract=/nowhere").absence == nil)  // not a file: asked, not looked for
+        #expect(SystemBusAddress("unix:path=/nonexistent/bus").absence != nil)
     }
 
-    @Test func unknownNetworkFollowsTheConfig() {
+    @Test func unknownNetworkFollowsTheConfig() throws {
         var config = Config()
         config.meteredDefault = .metered
-        let probes = ConditionProbes(power: PowerProbe(root: "/nonexistent"), network: NetworkProbe(run: { _, _ in nil }, systemBus: { true }))
+        let folder = try TemporaryFolder()
+        let probes = ConditionProbes(power: PowerProbe(root: "/nonexistent"),
+                                     network: NetworkProbe(bus: SystemBusAddress("unix:path=\(folder.file("no-bus"))")))
         let snapshot = probes.snapshot(config: config, cache: "/nonexistent/cache/below")
         #expect(snapshot.metered)
-        #expect(snapshot.networkSource == "NetworkManager not running; config metered_default: metered")
+        #expect(snapshot.networkUnknown == "no D-Bus system bus (\(folder.file("no-bus")) does not exist)")
+        #expect(snapshot.networkSource == "config metered_default: metered")
         #expect(snapshot.freeBytes != nil)  // statvfs of the nearest existing folder
     }
 

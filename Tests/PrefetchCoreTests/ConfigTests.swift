@@ -223,3 +223,15 @@ import Testing
                                           "c.yaml:2:11: error: no_proxy must be a value, found nothing (null)"])
     }
 }
+
+/// SPEC §5/§7's `response_timeout`: 2m by default, a duration above 0s.
+extension ConfigTests {
+    @Test func responseTimeout() {
+        #expect(Config().responseTimeout.seconds == 120)
+        let (config, diagnostics) = ConfigLoader.decode(Array("response_timeout: 45s\n".utf8), file: "c.yaml")
+        #expect(diagnostics.isEmpty && config.responseTimeout.seconds == 45)
+        let (_, bad) = ConfigLoader.decode(Array("response_timeout: 0s\nresponse_timeot: 1m\n".utf8), file: "c.yaml")
+        #expect(bad.map(\.headline) == ["c.yaml:1:19: error: response_timeout must be longer than 0s",
+                                        "c.yaml:2:1: error: unknown key 'response_timeot' in the configuration (did you mean 'response_timeout'?)"])
+    }
+}

@@ -51,6 +51,21 @@ import Testing
         #expect(machine.handle(.signal(.runNow, at: Self.t0.advanced(bySeconds: 5))) == .stop(.terminate))
     }
 
+    /// A reading that unblocks waiting work ends a sleep at once (SPEC §7: within 5 s, not
+    /// at the next minute's re-check); during a pass or a reload it changes nothing (the
+    /// pass's end looks again).
+    @Test func aConditionChangeEndsASleepAtOnce() {
+        var machine = DaemonStateMachine()
+        _ = machine.handle(.started(at: Self.t0))
+        #expect(machine.handle(.conditionsChanged(at: Self.t0)) == .none)
+        #expect(machine.handle(.passEnded(nextWakeup: nil, at: Self.t0)) == .sleep(until: Self.t0.advanced(bySeconds: 60)))
+        #expect(machine.handle(.conditionsChanged(at: Self.t0.advanced(bySeconds: 3))) == .runPass)
+        _ = machine.handle(.signal(.hangup, at: Self.t0.advanced(bySeconds: 4)))
+        #expect(machine.handle(.passEnded(nextWakeup: nil, at: Self.t0.advanced(bySeconds: 5))) == .reloadFeeds)
+        #expect(machine.handle(.conditionsChanged(at: Self.t0.advanced(bySeconds: 5))) == .none)
+        #expect(machine.handle(.reloaded(at: Self.t0.advanced(bySeconds: 5))) == .runPass)
+    }
+
     @Test func aSignalWhileAsleepIsActedOnAtOnce() {
         for (signal, expected) in [(DaemonStateMachine.Signal.terminate, DaemonStateMachine.Action.stop(.terminate)),
                                    (.interrupt, .stop(.interrupt)), (.hangup, .reloadFeeds), (.runNow, .runPass)] {

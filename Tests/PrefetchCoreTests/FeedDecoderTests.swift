@@ -112,3 +112,13 @@ import Testing
         #expect(feed.resources.last?.location.line == 4000)
     }
 }
+
+/// A feed's `limits.response_timeout` (SPEC §5): the config's when absent, above 0s.
+extension FeedDecoderTests {
+    @Test func responseTimeoutLimit() throws {
+        #expect(try Self.feed("limits: { response_timeout: 10m }\nresources: []\n").limits.responseTimeout?.seconds == 600)
+        #expect(try Self.feed("resources: []\n").limits.responseTimeout == nil)
+        let (_, diagnostics) = FeedDecoder(config: Config()).decode(Array("limits: { response_timeout: 0s }\nresources: []\n".utf8), file: "f.yaml")
+        #expect(diagnostics.filter { $0.severity == .error }.map(\.headline) == ["f.yaml:1:29: error: response_timeout must be longer than 0s"])
+    }
+}

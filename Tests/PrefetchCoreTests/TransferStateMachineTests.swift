@@ -20,9 +20,11 @@ import Testing
                      bootID: "b", inode: 1)
     }
 
-    /// Tells the machine a response's head, line by line.
+    /// Tells the machine a response's head, line by line, and the blank line that ends it
+    /// (as libcurl does).
     static func respond(_ machine: inout Machine, _ lines: String...) {
         for line in lines { machine.headerLine(line) }
+        if lines.last?.trimmingCharacters(in: .newlines).isEmpty != true { machine.headerLine("\r\n") }
     }
 
     /// Writes `count` bytes as libcurl would hand them over (chunks of at most 64 KiB), the
@@ -448,8 +450,9 @@ extension TransferStateMachine.EndAction {
 }
 
 extension TransferStateMachine {
-    mutating func headerLine(_ line: String) {
+    @discardableResult
+    mutating func headerLine(_ line: String) -> Bool {
         var copy = line
-        copy.withUTF8 { headerLine(UnsafeRawBufferPointer($0)) }
+        return copy.withUTF8 { headerLine(UnsafeRawBufferPointer($0)) }
     }
 }

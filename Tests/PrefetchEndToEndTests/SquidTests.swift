@@ -270,6 +270,9 @@ import PrefetchCore
                                            in: harness.dir.url)
             #expect(run.status == 0, "\(run.diagnostics)")
             #expect((try? [UInt8](Data(contentsOf: harness.dir.url.appendingPathComponent("kiosk\(kiosk)/t/t.bin")))) == body)
+            // The origin's own head is read, not the proxy's `200 Connection established`: its ETag is recorded.
+            let state = FaultTests.snapshot(harness.dir.url.appendingPathComponent("kiosk\(kiosk)"))?.resources[ResourceKey(feed: "t", path: "t.bin")]
+            #expect(state?.validators.etag?.hasPrefix("\"") == true, "\(String(describing: state?.validators))")
         }
         #expect(harness.origin.log().filter { $0.contains(" /t.bin ") }.count == 2, "\(harness.origin.log())")
         let tunnels = squid.log().filter { $0.method == "CONNECT" }

@@ -3,6 +3,8 @@
 
 #include <curl/curl.h>
 
+#include "CShimsSDBus.h"  /* sd-bus, loaded at run time */
+
 /*
  * Swift cannot call C variadic functions, and curl_easy_setopt /
  * curl_multi_setopt are variadic. One typed wrapper per argument type, as

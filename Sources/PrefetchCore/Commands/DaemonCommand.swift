@@ -5,7 +5,9 @@ import Foundation
 /// once a minute to re-check conditions. SIGTERM/SIGINT: pause transfers resumably, exit 0.
 /// SIGHUP: reload the feeds (a broken reload keeps the previous ones). SIGUSR1: run now.
 /// What to do when is `DaemonStateMachine`'s; this file does it. Under systemd
-/// (`NOTIFY_SOCKET`) it tells what it does through `SystemdNotifier` (SPEC §6).
+/// (`NOTIFY_SOCKET`) it tells what it does through `SystemdNotifier` (SPEC §6). One
+/// `ConditionMonitor` keeps the readings for the daemon's life; a change that unblocks
+/// work the last pass left waiting (`ConditionWake`) wakes a pass at once (SPEC §7).
 enum DaemonCommand {
     /// A sleep looks at the wall clock at least this often, so a clock set forward is noticed.
     static let clockLook: Double = 15
@@ -36,6 +38,13 @@ enum DaemonCommand {
         }
         let reporter = RunReporter(mode: console.colorOut ? .terminal : .plain, quiet: false, console: console, silentWhenIdle: true,
                                    observe: { notifier.tell(.transfer($0)) })
+        let monitor = ConditionMonitor(probes: ConditionProbes(environment: settings.environment), cache: config.cache,
+                                       meteredDefault: config.meteredDefault)
+        monitor.onChange = { [signals] in signals.nudge() }
+        monitor.start()
+        defer { monitor.stop() }
+        /// What the last pass left waiting on a condition, and which changes unblock it.
+        var wake: ConditionWake?
         console.out("prefetch daemon: \(feeds.count) feed\(feeds.count == 1 ? "" : "s") from \(config.feeds), cache \(config.cache)\n")
 
         var machine = DaemonStateMachine()
@@ -54,9 +63,10 @@ enum DaemonCommand {
             switch action {
             case .runPass:
                 let pass = RunPass(feeds: feeds, allFeeds: feeds, settings: settings, cache: session.cache, state: session.state,
-                                   console: console, wantsNextWakeup: true)
+                                   console: console, wantsNextWakeup: true, monitor: monitor)
                 notifier.tell(.passStarted)
                 let outcome = pass.execute(reporter: reporter, stopRequested: stopRequested)
+                wake = outcome.wake
                 _ = deliverSignals()  // remembered by the machine until the pass's end, just told
                 action = machine.handle(.passEnded(nextWakeup: outcome.nextWakeup, at: settings.now()))
                 if case .sleep = action { notifier.tell(.passEnded(nextWakeup: outcome.nextWakeup)) }
@@ -98,7 +108,13 @@ enum DaemonCommand {
                 let wait = min(left, clockLook, notifier.untilPing ?? .infinity)
                 let signalled = signals.wait(seconds: wait) ? deliverSignals() : nil
                 alive()
-                action = signalled ?? machine.handle(.timerFired(at: settings.now()))
+                if let signalled {
+                    action = signalled
+                } else if signals.takeNudge(), let wake, wake.unblocks(settings.assumptions.applied(to: monitor.snapshot())) {
+                    action = machine.handle(.conditionsChanged(at: settings.now()))
+                } else {
+                    action = machine.handle(.timerFired(at: settings.now()))
+                }
             case .stop(let signal):
                 notifier.tell(.stopping)
                 console.out("prefetch daemon: stopped (\(signal == .interrupt ? "SIGINT" : "SIGTERM")); partial data kept for resume\n")

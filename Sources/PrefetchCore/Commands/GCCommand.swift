@@ -53,7 +53,7 @@ enum GCCommand {
             if !changed.isEmpty, let state = session?.state, let snapshot = try? state.snapshot() {
                 let cached = CacheListing.present(feeds, in: cache)
                 let plan = Planner.plan(PlanInput(feeds: feeds, state: snapshot, cached: cached,
-                                                  conditions: ConditionProbes().snapshot(config: config, cache: config.cache), now: now,
+                                                  conditions: ConditionProbes(environment: settings.environment).snapshot(config: config, cache: config.cache), now: now,
                                                   machineID: settings.machineID))
                 IndexWriter.write(feeds.filter { changed.contains($0.name) }, plan: plan, state: snapshot, cached: cached, cache: cache,
                                   now: now, console: context.console)

@@ -11,7 +11,7 @@ enum PlanCommand {
         guard let feeds = context.loadFeeds(config) else { return .usage }
         let state = context.readState(cache: config.cache, feeds: feeds)
         let input = PlanInput(feeds: feeds, state: state, cached: CacheListing.present(feeds, in: CacheFolder.openExisting(config.cache)),
-                              conditions: settings.assumptions.snapshot(ConditionProbes(), config: config, cache: config.cache),
+                              conditions: settings.assumptions.snapshot(ConditionProbes(environment: settings.environment), config: config, cache: config.cache),
                               now: settings.now(), machineID: settings.machineID)
         let plan = Planner.plan(input)
         let renderer = PlanRenderer(color: context.console.colorOut)

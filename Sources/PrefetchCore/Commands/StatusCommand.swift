@@ -13,7 +13,7 @@ enum StatusCommand {
         let cache = CacheFolder.openExisting(config.cache)  // reads only: creates nothing
         let cached = CacheListing.present(feeds, in: cache)
         let plan = Planner.plan(PlanInput(feeds: feeds, state: snapshot, cached: cached,
-                                          conditions: ConditionProbes().snapshot(config: config, cache: config.cache), now: now,
+                                          conditions: ConditionProbes(environment: settings.environment).snapshot(config: config, cache: config.cache), now: now,
                                           machineID: settings.machineID))
         let json = context.arguments.flags.contains("--json")
         var out = ""

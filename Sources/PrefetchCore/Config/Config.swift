@@ -23,6 +23,8 @@ public struct Config: Sendable {
     public var connectTimeout: TimeSpan = TimeSpan(seconds: 30)
     /// Under 1 KiB/s for this long aborts a transfer (it resumes later).
     public var stallTimeout: TimeSpan = TimeSpan(seconds: 60)
+    /// A response head not whole this long after its request was sent fails it (SPEC §7).
+    public var responseTimeout: TimeSpan = TimeSpan(seconds: 120)
     /// Redirects followed before a resource fails.
     public var maxRedirects: Int = 10
     /// How often the daemon re-hashes the cache in its idle time (SPEC §6, `verify`).
@@ -58,7 +60,7 @@ public enum ConfigLoader {
     public static let keys = ["feeds", "cache", "max_size", "ca_file", "metered_default", "machine_id",
                               "concurrency", "per_host", "connect_timeout", "stall_timeout", "max_redirects",
                               "verify_every", "removed_feed_grace", "starved_after", "proxy", "no_proxy", "metrics_file",
-                              "max_manifest_size"]
+                              "response_timeout", "max_manifest_size"]
 
     /// Where the config's scalars have limits of their own (SPEC §8's `feed_sources` URLs
     /// among them).
@@ -137,6 +139,7 @@ public enum ConfigLoader {
         if let node = entries["connect_timeout"]?.value, let span = reader.positiveSpan(node, what: "connect_timeout") { config.connectTimeout = span }
         if let node = entries["stall_timeout"]?.value, let span = reader.positiveSpan(node, what: "stall_timeout") { config.stallTimeout = span }
         if let node = entries["max_redirects"]?.value, let n = reader.integer(node, what: "max_redirects", range: 0...100) { config.maxRedirects = n }
+        if let node = entries["response_timeout"]?.value, let span = reader.positiveSpan(node, what: "response_timeout") { config.responseTimeout = span }
         if let node = entries["verify_every"]?.value, let span = reader.positiveSpan(node, what: "verify_every") { config.verifyEvery = span }
         if let node = entries["metrics_file"]?.value, let text = reader.string(node, what: "metrics_file") {
             if text.isEmpty || text.hasSuffix("/") {

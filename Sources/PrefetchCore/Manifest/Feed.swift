@@ -84,6 +84,8 @@ public struct FeedLimits: Sendable, Hashable {
     public var connectTimeout: TimeSpan?
     public var stallTimeout: TimeSpan?
     public var maxRedirects: Int?
+    /// How long a response head may take after its request is sent (SPEC §7).
+    public var responseTimeout: TimeSpan?
 
     public init() {}
 }

@@ -7,7 +7,8 @@ public struct FeedDecoder {
                                   "refresh", "retry", "limits", "prune", "consistency", "resources"]
     static let conditionKeys = ["network", "power", "min_battery", "min_free_space", "metered_budget"]
     static let retryKeys = ["attempts", "backoff", "max_backoff"]
-    static let limitKeys = ["concurrency", "max_rate", "connect_timeout", "stall_timeout", "max_redirects"]
+    static let limitKeys = ["concurrency", "max_rate", "connect_timeout", "stall_timeout", "max_redirects",
+                            "response_timeout"]
 
     private let config: Config
 
@@ -160,6 +161,7 @@ public struct FeedDecoder {
             if let n = l["connect_timeout"]?.value, let v = reader.positiveSpan(n, what: "connect_timeout") { limits.connectTimeout = v }
             if let n = l["stall_timeout"]?.value, let v = reader.positiveSpan(n, what: "stall_timeout") { limits.stallTimeout = v }
             if let n = l["max_redirects"]?.value, let v = reader.integer(n, what: "max_redirects", range: 0...100) { limits.maxRedirects = v }
+            if let n = l["response_timeout"]?.value, let v = reader.positiveSpan(n, what: "response_timeout") { limits.responseTimeout = v }
         }
 
         var prune = false

@@ -35,13 +35,27 @@ public struct PlanRenderer {
             }
             line.add("window_open", feed.windowOpen)
             var conditions = JSONObject()
-            conditions.add("network", plan.conditions.metered ? "metered" : "unmetered")
-            conditions.add("network_source", plan.conditions.networkSource)
-            conditions.add("power", plan.conditions.onAC ? "ac" : "battery")
-            conditions.add("battery", plan.conditions.batteryLevel.map { Int64($0) })
-            conditions.add("power_source", plan.conditions.powerSource)
-            conditions.add("free_bytes", plan.conditions.freeBytes)
-            conditions.add("free_source", plan.conditions.freeSource)
+            // An unknown reading (SPEC §7) says so, why, and what it counts as.
+            let c = plan.conditions
+            conditions.add("network", c.networkUnknown == nil ? (c.metered ? "metered" : "unmetered") : "unknown")
+            conditions.add("network_source", c.networkSource)
+            if let reason = c.networkUnknown {
+                conditions.add("network_reason", reason)
+                conditions.add("network_counts_as", c.metered ? "metered" : "unmetered")
+            }
+            conditions.add("power", c.powerUnknown == nil ? (c.onAC ? "ac" : "battery") : "unknown")
+            conditions.add("battery", c.batteryLevel.map { Int64($0) })
+            conditions.add("power_source", c.powerSource)
+            if let reason = c.powerUnknown {
+                conditions.add("power_reason", reason)
+                conditions.add("power_counts_as", "ac")
+            }
+            conditions.add("free_bytes", c.freeBytes)
+            conditions.add("free_source", c.freeSource)
+            if let reason = c.freeUnknown {
+                conditions.add("free_reason", reason)
+                conditions.add("free_counts_as", "enough")
+            }
             for check in feed.holds { conditions.add(check.name + "_ok", check.ok) }
             line.add("conditions", object: conditions)
             out += line.line + "\n"
@@ -149,10 +163,23 @@ public struct PlanRenderer {
             guard let check = feed.holds.first(where: { $0.name == name }) else { return "" }
             return check.ok ? " ✓" : " ✗"
         }
-        now.append("network \(c.metered ? "metered" : "unmetered")\(mark("network")) [\(c.networkSource)]")
+        let network = c.metered ? "metered" : "unmetered"
+        if let reason = c.networkUnknown {
+            now.append("network unknown (counts as \(network))\(mark("network")) [\(reason); \(c.networkSource)]")
+        } else {
+            now.append("network \(network)\(mark("network")) [\(c.networkSource)]")
+        }
         let power = c.onAC ? "AC" : "battery" + (c.batteryLevel.map { " \($0)%" } ?? "")
-        now.append("power \(power)\(mark("power"))\(mark("battery")) [\(c.powerSource)]")
-        now.append("free " + (c.freeBytes.map { ByteSize.format($0) } ?? "unknown") + " [\(c.freeSource)]")
+        if let reason = c.powerUnknown {
+            now.append("power unknown (counts as AC)\(mark("power"))\(mark("battery")) [\(reason)]")
+        } else {
+            now.append("power \(power)\(mark("power"))\(mark("battery")) [\(c.powerSource)]")
+        }
+        if let reason = c.freeUnknown {
+            now.append("free unknown (counts as enough) [\(reason)]")
+        } else {
+            now.append("free " + (c.freeBytes.map { ByteSize.format($0) } ?? "unknown") + " [\(c.freeSource)]")
+        }
         out += "  now: " + now.joined(separator: " · ") + "\n"
         return out
     }

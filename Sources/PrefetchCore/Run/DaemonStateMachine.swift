@@ -6,6 +6,7 @@
 ///     idle ─started→ running ─passEnded→ sleeping(until) ─timer at until→ running …
 ///                    running ─SIGTERM/SIGINT→ stopping ─passEnded→ stopped
 ///     sleeping ─SIGUSR1→ running      sleeping ─SIGHUP→ reloading ─reloaded→ running
+///     sleeping ─conditionsChanged→ running
 ///
 /// A pass (planning and transferring) runs to its end; signals that arrive meanwhile are told
 /// to the machine as they are, and it acts on them when the pass ends: SIGTERM stops (the
@@ -13,7 +14,8 @@
 /// A sleep ends at the next event the plan knows of (a release, a window opening, a retry,
 /// an embargo's end, a condition's re-check) and lasts at most `idleWakeup`, never less than
 /// `minimumSleep`; the driver may wake it early to look at the clock again (a clock set
-/// forward), which runs a pass only once the moment has come.
+/// forward), which runs a pass only once the moment has come. A probe's change that
+/// unblocks waiting work (`ConditionWake`, decided by the driver) ends a sleep at once.
 struct DaemonStateMachine: Sendable {
     enum Signal: Sendable, Equatable {
         case terminate, interrupt, hangup, runNow
@@ -28,6 +30,8 @@ struct DaemonStateMachine: Sendable {
         /// The timer fired (at the sleep's end, or early, to look at the clock again).
         case timerFired(at: Instant)
         case signal(Signal, at: Instant)
+        /// A reading changed so that work the last pass left waiting may start (SPEC §7).
+        case conditionsChanged(at: Instant)
     }
 
     enum Action: Sendable, Equatable {
@@ -124,6 +128,9 @@ struct DaemonStateMachine: Sendable {
                 return .runPass
             }
             return .sleep(until: until)
+        case (.sleeping, .conditionsChanged):
+            state = .running(then: Then())
+            return .runPass
         case (.sleeping, .signal(let signal, _)):
             switch signal {
             case .terminate, .interrupt:

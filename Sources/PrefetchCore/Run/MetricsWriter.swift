@@ -6,8 +6,9 @@ import Foundation
 /// temporary name that does not end in `.prom` (node_exporter's textfile collector reads
 /// only `*.prom`). A failure to write is a warning: the pass itself went well.
 enum MetricsWriter {
+    /// `conditions`: the pass's last readings (the plan's next wake-ups depend on them).
     static func write(to path: String, feeds: [Feed], cache: CacheFolder, state: StateStore, settings: Settings, now: Instant,
-                      passSeconds: Double, console: Console) {
+                      conditions: ConditionSnapshot, passSeconds: Double, console: Console) {
         let snapshot: StateSnapshot
         let counts: [String: [String: UInt64]]
         let everHeld: [String]
@@ -22,9 +23,7 @@ enum MetricsWriter {
         let cached = CacheListing.present(feeds, in: cache)
         let machineID = settings.machineID?.usableValue
         let plan = Planner.plan(PlanInput(feeds: feeds, state: snapshot, cached: cached,
-                                          conditions: settings.assumptions.snapshot(ConditionProbes(), config: settings.config,
-                                                                                    cache: settings.config.cache),
-                                          now: now, machineID: settings.machineID))
+                                          conditions: conditions, now: now, machineID: settings.machineID))
         var lines: [Metrics.Feed] = []
         for (feed, feedPlan) in zip(feeds, plan.feeds) {
             var files = 0

@@ -15,6 +15,9 @@ struct RunPass {
     /// `daemon` needs the plan after the pass to know when to wake; `run` only needs it to
     /// tell which releases are finished, which it can often tell without it.
     var wantsNextWakeup = false
+    /// The readings, kept current beside the transfers (the daemon's, for its life); nil:
+    /// the pass makes its own and stops it at its end.
+    var monitor: ConditionMonitor? = nil
 
     /// Work waiting on a condition (power, network, free space, a budget) is re-checked at
     /// least this often: no clock says when it holds again.
@@ -24,6 +27,8 @@ struct RunPass {
     struct Outcome {
         let exit: ExitCode
         let nextWakeup: Instant?
+        /// What changes of the readings unblock work left waiting (with `wantsNextWakeup`).
+        var wake: ConditionWake? = nil
     }
 
     /// The shifted system clock (`PREFETCH_CLOCK_OFFSET`).
@@ -32,10 +37,19 @@ struct RunPass {
     func execute(reporter: RunReporter, stopRequested: @escaping () -> Bool) -> Outcome {
         let started = Date()
         let clock = self.clock
-        let probes = ConditionProbes()
-        let conditions = { [settings] in settings.assumptions.snapshot(probes, config: settings.config, cache: settings.config.cache) }
-        var lastProbe = conditions()  // once per pass; re-probed every 5 s while transfers run
-        var lastProbeAt = Date()
+        // The probes run beside the transfers, never inside them (SPEC §7): the monitor keeps
+        // the last readings, and the transfer loop only takes them.
+        let monitor = self.monitor ?? ConditionMonitor(probes: ConditionProbes(environment: settings.environment),
+                                                       cache: settings.config.cache, meteredDefault: settings.config.meteredDefault)
+        let ownsMonitor = self.monitor == nil
+        monitor.beginPass()  // fresh readings: at most the probes' 2 s
+        var keepPolling = false
+        defer { if ownsMonitor { monitor.stop() } else { monitor.endPass(keepPolling: keepPolling) } }
+        let conditions = { [settings] in settings.assumptions.applied(to: monitor.snapshot()) }
+        var lastProbe = conditions()
+        /// What the running transfers go by: the last known reading of each kind (an unknown
+        /// one never pauses them), from the one they started with.
+        let held = HeldConditions(lastProbe)
         let machineID = settings.machineID
         func makePlan() -> (Plan, StateSnapshot, Set<ResourceKey>)? {
             let snapshot: StateSnapshot
@@ -101,16 +115,14 @@ struct RunPass {
         let summary = engine.run(jobs, holds: snapshot.originHolds, pauseReason: { feed in
             let now = clock()
             if let timing = timings[feed.name], timing.openInterval(at: now) == nil { return "window closed" }
-            if Date().timeIntervalSince(lastProbeAt) >= 5 {
-                lastProbe = conditions()
-                lastProbeAt = Date()
-            }
-            return Self.conditionLost(feed.conditions, lastProbe)
+            return Self.conditionLost(feed.conditions, held.update(with: conditions()))
         }, stopRequested: stopRequested)
         reporter.flush()
+        lastProbe = conditions()  // the plan after the transfers sees the readings now
 
         // Releases with nothing left to do are finished; then the clean-up of `gc`.
         var nextWakeup: Instant?
+        var wake: ConditionWake?
         var changed = summary.changedFeeds
         /// The plan made after the transfers, when one was (reused for the reader indexes).
         var planAfter: (Plan, StateSnapshot, Set<ResourceKey>)?
@@ -135,11 +147,15 @@ struct RunPass {
                 recordState { try state.recordMissedReason(feed: feed.name, reason, at: after.now) }
             }
             nextWakeup = Self.nextWakeup(after, recheck: Self.recheckSeconds)
+            wake = ConditionWake(after, feeds: feeds)
+            keepPolling = wake?.needsPolling ?? false
             // A release just finished: a feed with neither schedule nor window now has its next
             // release, which the plan made before could not know of.
             if recordState({ try ReleaseBook.finish(after, snapshotAfter, state, at: clock()) }) == true, wantsNextWakeup,
                let (again, _, _) = makePlan() {
                 nextWakeup = Self.nextWakeup(again, recheck: Self.recheckSeconds)
+                wake = ConditionWake(again, feeds: feeds)
+                keepPolling = wake?.needsPolling ?? false
             }
         }
         if !stopRequested() {
@@ -179,13 +195,13 @@ struct RunPass {
         }
         if let metricsFile = settings.metricsFile {
             MetricsWriter.write(to: metricsFile, feeds: allFeeds, cache: cache, state: state, settings: settings, now: clock(),
-                                passSeconds: Date().timeIntervalSince(started), console: console)
+                                conditions: conditions(), passSeconds: Date().timeIntervalSince(started), console: console)
         }
         if summary.diskFull { console.err("prefetch: error: disk full: transfers paused; partial data kept for resume\n") }
         let exit: ExitCode = summary.failed > 0 || summary.diskFull || !switched ? .failure : .success
         let notDue = plan.feeds.reduce(0) { $0 + $1.items.filter { $0.status != .due && $0.status != .fresh }.count }
         reporter.summary(summary, seconds: seconds, exit: exit, notDue: notDue)
-        return Outcome(exit: exit, nextWakeup: nextWakeup)
+        return Outcome(exit: exit, nextWakeup: nextWakeup, wake: wake)
     }
 
 

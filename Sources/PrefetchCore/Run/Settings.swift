@@ -21,7 +21,7 @@ struct Settings: Sendable {
     let assumptions: Assumptions
     /// `PREFETCH_FAULT`: crash tests' faults (debug builds only; `FaultPoints`).
     let faults: FaultPoints
-    /// The environment, for manifest headers' `${VAR}` only.
+    /// The environment, for manifest headers' `${VAR}` and the probes' `DBUS_SYSTEM_BUS_ADDRESS`.
     let environment: [String: String]
     /// `--metrics-file`, else the config's `metrics_file` (SPEC §6).
     var metricsFile: String? = nil

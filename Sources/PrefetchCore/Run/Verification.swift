@@ -89,7 +89,7 @@ enum Verification {
         if !changed.isEmpty, let after = try? state.snapshot() {
             let cachedAfter = CacheListing.present(feeds, in: cache)
             let plan = Planner.plan(PlanInput(feeds: feeds, state: after, cached: cachedAfter,
-                                              conditions: ConditionProbes().snapshot(config: settings.config, cache: settings.config.cache),
+                                              conditions: ConditionProbes(environment: settings.environment).snapshot(config: settings.config, cache: settings.config.cache),
                                               now: now, machineID: settings.machineID))
             IndexWriter.write(feeds.filter { changed.contains($0.name) }, plan: plan, state: after, cached: cachedAfter, cache: cache,
                               now: now, console: console)

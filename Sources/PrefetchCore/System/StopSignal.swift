@@ -3,11 +3,13 @@ import Foundation
 /// Signals as events. SIGTERM/SIGINT also raise a flag the transfer loop checks: transfers
 /// pause resumably and the run exits 0 (SPEC §2). Installed before any work starts, so none
 /// is missed. The daemon also listens for SIGHUP (reload feeds) and SIGUSR1 (run now), takes
-/// every arrival in order (`drain`) and sleeps until one comes (`wait`), without polling.
+/// every arrival in order (`drain`) and sleeps until one comes (`wait`), without polling;
+/// `nudge` wakes that sleep without a signal (a condition the daemon waits on changed).
 final class StopSignal: @unchecked Sendable {
     private let lock = NSLock()
     private var raised: Int32?
     private var arrivals: [Int32] = []
+    private var nudged = false
     private let arrived = DispatchSemaphore(value: 0)
     private var sources: [DispatchSourceSignal] = []
 
@@ -43,7 +45,8 @@ final class StopSignal: @unchecked Sendable {
         return taken
     }
 
-    /// Sleeps until a signal arrives (true; it is left for `drain`) or `seconds` pass (false).
+    /// Sleeps until a signal arrives or `nudge` is called (true; the signal is left for
+    /// `drain`, the nudge for `takeNudge`) or `seconds` pass (false).
     func wait(seconds: Double) -> Bool {
         let deadline = DispatchTime.now() + max(0, seconds)
         while true {
@@ -53,10 +56,27 @@ final class StopSignal: @unchecked Sendable {
         }
     }
 
+    /// Wakes `wait` (from any thread).
+    func nudge() {
+        lock.lock()
+        nudged = true
+        lock.unlock()
+        arrived.signal()
+    }
+
+    /// Whether `nudge` was called since the last call.
+    func takeNudge() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        let was = nudged
+        nudged = false
+        return was
+    }
+
     private var hasArrivals: Bool {
         lock.lock()
         defer { lock.unlock() }
-        return !arrivals.isEmpty
+        return !arrivals.isEmpty || nudged
     }
 
     /// The stop signal received, if any.

@@ -26,7 +26,6 @@ struct CurlRequestOptions {
     var url: String
     var headers: [String]
     var connectTimeout: Int
-    var stallTimeout: Int
     var bufferSize: Int
 }
 
@@ -88,8 +87,11 @@ final class CurlEasy {
             try set(CURLOPT_PROTOCOLS_STR, "http,https", "protocols")
             try set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https", "redirect protocols")
             try set(CURLOPT_FOLLOWLOCATION, 0, "follow location")  // redirects are followed by hand (headers, loops)
+            // A proxy's `200 Connection established` (an https:// tunnel) is not the response.
+            try set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1, "suppress CONNECT headers")
             try set(CURLOPT_NOSIGNAL, 1, "no signal")
-            try set(CURLOPT_LOW_SPEED_LIMIT, 1024, "low speed limit")
+            // No CURLOPT_LOW_SPEED_*: it counts from the request's start, head and all; the
+            // engine times the head (response_timeout) and the body (stall_timeout) itself.
             try set(CURLOPT_SSL_VERIFYPEER, 1, "verify peer")
             try set(CURLOPT_SSL_VERIFYHOST, 2, "verify host")
             if let caFile = shared.caFile {
@@ -106,8 +108,7 @@ final class CurlEasy {
         try set(CURLOPT_URL, request.url, "url")
         errorBuffer[0] = 0  // the last request's message is not this one's
         try setHeaders(request.headers)
-        try set(CURLOPT_CONNECTTIMEOUT, request.connectTimeout, "connect timeout")
-        try set(CURLOPT_LOW_SPEED_TIME, request.stallTimeout, "stall timeout")
+        try set(CURLOPT_CONNECTTIMEOUT, request.connectTimeout, "connect timeout")  // the TCP connect and the TLS handshake
         if bufferSize != request.bufferSize {
             try set(CURLOPT_BUFFERSIZE, request.bufferSize, "buffer size")
             bufferSize = request.bufferSize
@@ -164,6 +165,27 @@ final class CurlEasy {
         var pointer: UnsafeMutablePointer<CChar>?
         guard CShims_easy_getinfo_string(handle, CURLINFO_REDIRECT_URL, &pointer) == CURLE_OK, let pointer else { return nil }
         return String(cString: pointer)
+    }
+
+    /// Whether the request is out (CURLINFO_PRETRANSFER_TIME_T is set once libcurl is about
+    /// to send it, after the connect and the TLS handshake; 0 before).
+    var requestSent: Bool { microseconds(CURLINFO_PRETRANSFER_TIME_T) > 0 }
+
+    /// Whether the last request's TCP connection was made: it has a local port
+    /// (CURLINFO_LOCAL_PORT; libcurl 7.88 sets CURLINFO_CONNECT_TIME only once the TLS
+    /// handshake is done too).
+    var connected: Bool {
+        var port = 0
+        return CShims_easy_getinfo_long(handle, CURLINFO_LOCAL_PORT, &port) == CURLE_OK && port != 0
+    }
+
+    /// Whether the last request's TLS handshake finished (CURLINFO_APPCONNECT_TIME_T).
+    var tlsEstablished: Bool { microseconds(CURLINFO_APPCONNECT_TIME_T) > 0 }
+
+    private func microseconds(_ info: CURLINFO) -> Int64 {
+        var value: curl_off_t = 0
+        guard CShims_easy_getinfo_off(handle, info, &value) == CURLE_OK else { return 0 }
+        return Int64(value)
     }
 
     /// The system's errno of the last connection attempt (CURLINFO_OS_ERRNO), 0 when none.
@@ -271,6 +293,18 @@ enum CurlGlobal {
         Int32(CURLE_SSL_CIPHER.rawValue), Int32(CURLE_SSL_ISSUER_ERROR.rawValue),
     ]
     static let unsupportedProtocol = Int32(CURLE_UNSUPPORTED_PROTOCOL.rawValue)
+
+    /// A libcurl result that says the response itself was refused as malformed (SPEC §7: an
+    /// invalid response), in words, or nil. Only http and https are asked for, so an
+    /// unsupported protocol is an answer that is not HTTP (libcurl allows no HTTP/0.9).
+    static func malformedResponse(_ code: Int32) -> String? {
+        switch CURLcode(rawValue: UInt32(code)) {
+        case CURLE_UNSUPPORTED_PROTOCOL: return "not an HTTP response"
+        case CURLE_WEIRD_SERVER_REPLY: return "libcurl refused the head"
+        case CURLE_OUT_OF_MEMORY: return "a header line over libcurl's 100 KiB"
+        default: return nil
+        }
+    }
 
     /// A libcurl result that says the origin itself is unreachable (SPEC §6): no response
     /// came, and the connection could not be made or was lost before one. Its cause in

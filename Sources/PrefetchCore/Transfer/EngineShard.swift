@@ -30,6 +30,8 @@ final class EngineShard: @unchecked Sendable {
     private let metered: Bool
     /// Crash tests' faults at `partial-record`, `file-fsync` and `rename`.
     private let faults: FaultPoints
+    /// When the clocks were last looked at (monotonic nanoseconds).
+    private var lastClockCheck: UInt64 = 0
 
     init(multi: CurlMulti, limits: ShardLimits, board: RunBoard, cache: CacheFolder, config: Config, environment: [String: String],
          metered: Bool, pool: BufferPool, bootID: String, faults: FaultPoints, clock: @escaping () -> Instant) {
@@ -133,6 +135,7 @@ final class EngineShard: @unchecked Sendable {
             } catch {
                 multiFailed(error)
             }
+            checkClocks()  // after a perform, so a request just (re)added has been started
             finishBatch(completed: multi.completed())
             recordNewPartials()
             if limits.hasBudgets {
@@ -296,11 +299,12 @@ final class EngineShard: @unchecked Sendable {
         }
     }
 
-    /// Whether the origin answered: any HTTP response but 429/502/503/504 ends its hold
-    /// (in the run and in state.db); a request that got none lets the next one probe.
+    /// Whether the origin answered: any whole, valid HTTP response but 429/502/503/504 ends
+    /// its hold (in the run and in state.db); a request that got none, or an invalid one
+    /// (SPEC §7), lets the next one probe.
     private func originAnswered(_ transfer: Transfer, _ outcome: TransferOutcome) {
-        var answered = transfer.machine.head.status != 0
-        if case .failed(let failure) = outcome, failure.holdsOrigin != nil { answered = false }
+        var answered = transfer.machine.originAnswered
+        if case .failed(let failure) = outcome, failure.holdsOrigin != nil || failure.invalidResponse { answered = false }
         let origin = transfer.job.resource.url.origin
         if board.transferEnded(origin: origin, answered: answered) { ledger.originCleared(origin) }
     }
@@ -421,6 +425,25 @@ final class EngineShard: @unchecked Sendable {
         summary.failures.append((job.key, failure.message))
         summary.changedFeeds.insert(job.feed.name)
         board.emit(.failed(job.key, message: failure.message, retryAt: nextRetry, origin: origin))
+    }
+
+    /// The head and stall clocks of the running transfers (SPEC §7), looked at every 50 ms:
+    /// a head not whole within `response_timeout` of the send fails its transfer (and holds
+    /// its origin); a body under 1 KiB/s for `stall_timeout` fails it (resumable).
+    private func checkClocks() {
+        let nanoseconds = Clock.monotonicNanoseconds()
+        guard nanoseconds >= lastClockCheck + 50_000_000 else { return }
+        lastClockCheck = nanoseconds
+        let now = Double(nanoseconds) / 1e9
+        var ended: [(Transfer, TransferFailure)] = []
+        for transfer in active.values {
+            if let failure = transfer.checkClocks(now: now) { ended.append((transfer, failure)) }
+        }
+        for (transfer, failure) in ended {
+            takeOut(transfer, reusable: false)
+            fail(transfer, failure)
+            originAnswered(transfer, .failed(failure))
+        }
     }
 
     // MARK: Pausing and durability

@@ -1,16 +1,22 @@
 /// A response's head from the lines libcurl hands over, one at a time: a status line starts
 /// a new head (redirects, 100-continue), the headers prefetch reads are kept, the others are
-/// skipped without building strings.
+/// skipped without building strings. Total: any bytes make a head (or a verdict on it),
+/// never a trap.
 extension ResponseRules.Head {
     /// The header names read, lowercase, in `set`'s order.
     private static let wanted: [[UInt8]] =
         ["content-length", "content-range", "etag", "last-modified", "location", "retry-after", "content-encoding"].map { Array($0.utf8) }
 
-    /// Takes one line of the head (with or without its CR LF).
-    mutating func take(line bytes: UnsafeRawBufferPointer) {
+    /// Takes one line of the head (with or without its CR LF); returns whether it is the
+    /// blank line that ends a head.
+    @discardableResult
+    mutating func take(line bytes: UnsafeRawBufferPointer) -> Bool {
+        let counted = size + bytes.count  // every head of the exchange counts (interim 1xx ones too)
+        defer { size = counted }
         // Trim CR/LF as bytes: in a Swift String "\r\n" is one Character, so hasSuffix("\n") misses it.
         var end = bytes.count
         while end > 0, bytes[end - 1] == 0x0A || bytes[end - 1] == 0x0D { end -= 1 }
+        if end == 0 { return true }
         if end >= 5, bytes[0] == 0x48, bytes[1] == 0x54, bytes[2] == 0x54, bytes[3] == 0x50, bytes[4] == 0x2F {  // "HTTP/"
             var index = 5
             while index < end, bytes[index] != 0x20 { index += 1 }
@@ -22,11 +28,11 @@ extension ResponseRules.Head {
                 digits += 1
             }
             self = Self(status: digits == 3 ? code : 0)
-            return
+            return false
         }
         var colon = 0
         while colon < end, bytes[colon] != 0x3A { colon += 1 }
-        guard colon < end else { return }
+        guard colon < end else { return false }
         for (index, name) in Self.wanted.enumerated() where name.count == colon {
             var same = true
             for i in 0..<colon where name[i] != bytes[i] | 0x20 { same = false; break }  // ASCII case-insensitive
@@ -34,20 +40,50 @@ extension ResponseRules.Head {
             var start = colon + 1, stop = end
             while start < stop, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
             while stop > start, bytes[stop - 1] == 0x20 || bytes[stop - 1] == 0x09 { stop -= 1 }
-            set(index, String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<stop]), as: UTF8.self))
-            return
+            let value = UnsafeRawBufferPointer(rebasing: bytes[start..<stop])
+            switch index {
+            case 0: takeLength(value)
+            case 4: takeLocation(value)
+            default: set(index, String(decoding: value, as: UTF8.self))
+            }
+            return false
         }
+        return false
     }
 
     private mutating func set(_ index: Int, _ value: String) {
         switch index {
-        case 0: contentLength = UInt64(value)
         case 1: contentRange = value
         case 2: etag = value
         case 3: lastModified = value
-        case 4: location = value
         case 5: retryAfter = value
         default: contentEncoding = value
         }
+    }
+
+    /// RFC 9112 §6.3, RFC 9110 §8.6: every Content-Length field must say the same one
+    /// decimal number; anything else makes the response invalid (its first reason is kept).
+    private mutating func takeLength(_ value: UnsafeRawBufferPointer) {
+        guard invalid == nil else { return }
+        switch ResponseRules.lengthField(value) {
+        case .length(let length):
+            if let earlier = contentLength, earlier != length {
+                invalid = "two different Content-Length values (\(earlier) and \(length))"
+            } else {
+                contentLength = length
+            }
+        case .conflicting(let first, let second):
+            invalid = "two different Content-Length values (\(first) and \(second))"
+        case .malformed:
+            invalid = "Content-Length \(ResponseRules.quoted(value)) is not a decimal number of at most 63 bits"
+        }
+        if invalid != nil { contentLength = nil }
+    }
+
+    /// A Location over the redirect limit is not kept as a string (its length is: the
+    /// redirect is refused when the head ends).
+    private mutating func takeLocation(_ value: UnsafeRawBufferPointer) {
+        locationLength = value.count
+        location = value.count <= ResponseRules.maxLocationBytes ? String(decoding: value, as: UTF8.self) : nil
     }
 }

@@ -41,6 +41,13 @@ enum ResponseRules {
         var contentEncoding: String?
         var retryAfter: String?
         var location: String?
+        /// Why the head makes the response invalid (RFC 9112 §6.3: a Content-Length that is
+        /// not one decimal number of at most 63 bits, or two that differ), or nil.
+        var invalid: String? = nil
+        /// The bytes of the Location's value (one over `maxLocationBytes` is not kept).
+        var locationLength = 0
+        /// The bytes of the exchange's heads so far (interim 1xx heads included).
+        var size = 0
     }
 
     /// What to do with a 2xx body, decided on its head.
@@ -83,9 +90,33 @@ enum ResponseRules {
         return sha256Given ? (trusted, nil) : (0, nil)
     }
 
+    // MARK: The head as it arrives (SPEC §7)
+
+    /// The most bytes a response's head may have (libcurl's own limit is 300 KiB).
+    static let maxHeadBytes = 256 << 10
+    /// The longest `Location` a redirect is followed to.
+    static let maxLocationBytes = 8 << 10
+
+    /// Judged at each line of the head as it arrives (`ended`: the line was the blank one
+    /// closing a head): a head past 256 KiB is refused at once, and a final head that
+    /// makes the response invalid, or a redirect to a Location over 8 KiB, is refused as it
+    /// ends, before any body. Each is one transient failure that says nothing of the origin
+    /// (SPEC §6: it neither holds nor clears a hold). Nil: the exchange goes on.
+    static func onHeadLine(_ head: Head, ended: Bool) -> TransferFailure? {
+        if head.size > maxHeadBytes { return invalid("the response head is over 256 KiB", discard: false, head) }
+        guard ended, !(100..<200).contains(head.status) else { return nil }  // an interim head: the final one follows
+        if head.status < 100 { return invalid("no status line", discard: false, head) }
+        if let problem = head.invalid { return invalid(problem, discard: false, head) }
+        if (300..<400).contains(head.status), head.status != 304, head.locationLength > maxLocationBytes {
+            return invalid("the redirect's Location is over 8 KiB (\(head.locationLength) bytes); not followed", discard: false, head)
+        }
+        return nil
+    }
+
     // MARK: The head
 
     static func onHead(_ request: Request, _ head: Head) -> OnHead {
+        if let problem = head.invalid { return .refuse(invalid(problem, discard: false, head)) }  // RFC 9112 §6.3: nothing of it is used
         guard (200..<300).contains(head.status) else { return .noBody }
         // FAULTS 15: identity was asked for, so ranges and lengths refer to the stored bytes;
         // an encoded body is another representation, never the file.
@@ -94,8 +125,13 @@ enum ResponseRules {
                                    discard: false, head))
         }
         if head.status == 206 {
+            // SPEC §7: a range that cannot be (negative, reversed, past 2^63, past its total) is
+            // never appended to; the file restarts from zero.
+            guard let range = contentRange(head.contentRange) else {
+                return .refuse(invalid("Content-Range \(quoted(head.contentRange)) is not a valid range; restarting from zero", discard: true, head))
+            }
             // FAULTS 1: a 206 must continue the partial exactly where it ends.
-            guard let range = contentRange(head.contentRange), range.start == request.resumeFrom else {
+            guard range.start == request.resumeFrom else {
                 return .refuse(failure(.transient, "the server sent a range that does not continue the partial", discard: true, head))
             }
             if request.resumeFrom > 0 {
@@ -144,6 +180,7 @@ enum ResponseRules {
     /// wrote); `cleanly`: libcurl finished the exchange without an error (`cut` says which).
     static func onEnd(_ request: Request, _ head: Head, onDisk: UInt64, cleanly: Bool, cut: @autoclosure () -> String,
                       now: @autoclosure () -> Date) -> OnEnd {
+        if let problem = head.invalid { return .failed(invalid(problem, discard: false, head)) }
         let status = head.status
         if (300..<400).contains(status), status != 304 { return .redirect }
         if status == 304 {
@@ -157,7 +194,7 @@ enum ResponseRules {
             // FAULTS 9: the partial may already hold the whole file — unless the 416 names
             // another version: then those bytes are the old one's. (A length recorded for the
             // partial is not held against it: it may have come from a Content-Length that lied.)
-            if let value = head.contentRange, value.hasPrefix("bytes */"), let total = UInt64(value.dropFirst(8)),
+            if let value = head.contentRange, value.hasPrefix("bytes */"), let total = decimal(value.utf8.dropFirst(8)),
                total == onDisk, onDisk > 0, request.resumeFrom == onDisk,
                !isAnotherVersion(request.partialValidators, etag: head.etag, lastModified: head.lastModified) {
                 if let size = request.size, total != size {
@@ -232,6 +269,13 @@ enum ResponseRules {
         TransferFailure(kind: kind, message: message, retryAfter: nil, discardPartial: discard, httpStatus: head.status)
     }
 
+    /// An invalid response (SPEC §7): one transient failure, nothing of it used, and no word
+    /// on its origin (it neither holds nor clears a hold).
+    private static func invalid(_ problem: String, discard: Bool, _ head: Head) -> TransferFailure {
+        TransferFailure(kind: .transient, message: "invalid response: \(problem)", retryAfter: nil, discardPartial: discard,
+                        httpStatus: head.status == 0 ? nil : head.status, invalidResponse: true)
+    }
+
     /// Whether a response's validators name another version than the partial's: ETags
     /// compared weakly (RFC 9110 §8.8.3.2, the opaque tags), else Last-Modified; a
     /// validator missing on either side tells nothing.
@@ -242,20 +286,76 @@ enum ResponseRules {
         return false
     }
 
-    /// `bytes a-b/total` (total may be `*`).
+    /// `bytes a-b/total` (total may be `*`; RFC 9110 §14.4): each number decimal digits only,
+    /// at most 2^63 − 1, the range not reversed and inside its total; anything else is no
+    /// range (nil). Total on any input.
     static func contentRange(_ value: String?) -> (start: UInt64, end: UInt64, total: UInt64?)? {
-        guard let value, value.hasPrefix("bytes ") else { return nil }
-        let spec = value.dropFirst(6)
-        guard let slash = spec.firstIndex(of: "/") else { return nil }
+        guard let value else { return nil }
+        let bytes = value.utf8
+        let unit = Array("bytes".utf8)
+        guard bytes.count > unit.count, zip(bytes, unit).allSatisfy({ $0 | 0x20 == $1 }) else { return nil }  // range units: case-insensitive
+        var spec = bytes.dropFirst(unit.count)
+        guard spec.first == 0x20 else { return nil }
+        while spec.first == 0x20 { spec = spec.dropFirst() }
+        guard let slash = spec.firstIndex(of: 0x2F), let dash = spec[..<slash].firstIndex(of: 0x2D) else { return nil }
+        guard let start = decimal(spec[..<dash]), let end = decimal(spec[spec.index(after: dash)..<slash]), end >= start else { return nil }
         let totalText = spec[spec.index(after: slash)...]
-        let total = UInt64(totalText)
-        guard total != nil || totalText == "*" else { return nil }
-        let range = spec[..<slash]
-        guard let dash = range.firstIndex(of: "-"), let start = UInt64(range[..<dash]),
-              let end = UInt64(range[range.index(after: dash)...]), end >= start else { return nil }
-        if let total, end >= total { return nil }  // a range past the file's end is no range
+        if totalText.elementsEqual([0x2A]) { return (start, end, nil) }  // "*": the length is not known
+        guard let total = decimal(totalText), end < total else { return nil }  // a range past the file's end is no range
         return (start, end, total)
     }
+
+    /// What one Content-Length field says (RFC 9110 §8.6).
+    enum LengthField: Equatable {
+        case length(UInt64)
+        /// Not a list of decimal numbers of at most 63 bits (a sign, a space inside, an
+        /// empty element, a number past 2^63 − 1, nothing at all).
+        case malformed
+        /// A list of two different numbers (`3, 5`).
+        case conflicting(UInt64, UInt64)
+    }
+
+    /// One Content-Length field's value: a decimal number of at most 63 bits; a list of
+    /// equal ones (a proxy joined duplicate fields, RFC 9110 §8.6) counts as that one.
+    static func lengthField(_ value: some BidirectionalCollection<UInt8>) -> LengthField {
+        var length: UInt64?
+        for element in value.split(separator: 0x2C, omittingEmptySubsequences: false) {
+            var digits = element[...]
+            while let first = digits.first, first == 0x20 || first == 0x09 { digits = digits.dropFirst() }
+            while let last = digits.last, last == 0x20 || last == 0x09 { digits = digits.dropLast() }
+            guard let number = decimal(digits) else { return .malformed }
+            if let length, length != number { return .conflicting(length, number) }
+            length = number
+        }
+        return length.map { .length($0) } ?? .malformed
+    }
+
+    /// `1*DIGIT` as a number of at most 2^63 − 1 (what a signed 64-bit length holds); nil
+    /// for anything else, a sign or a space included.
+    static func decimal(_ digits: some Collection<UInt8>) -> UInt64? {
+        guard !digits.isEmpty else { return nil }
+        var value: UInt64 = 0
+        for byte in digits {
+            guard (0x30...0x39).contains(byte) else { return nil }
+            let (times, overflow) = value.multipliedReportingOverflow(by: 10)
+            let (sum, carry) = times.addingReportingOverflow(UInt64(byte - 0x30))
+            guard !overflow, !carry, sum <= UInt64(Int64.max) else { return nil }
+            value = sum
+        }
+        return value
+    }
+
+    /// A header value as an error shows it: quoted, printable ASCII only, cut after 40 bytes.
+    static func quoted(_ value: some Collection<UInt8>) -> String {
+        var text = "\""
+        for (index, byte) in value.enumerated() {
+            if index == 40 { text += "…"; break }
+            text.unicodeScalars.append((0x20...0x7E).contains(byte) ? Unicode.Scalar(byte) : "?")
+        }
+        return text + "\""
+    }
+
+    static func quoted(_ value: String?) -> String { value.map { quoted($0.utf8) } ?? "(none)" }
 
     /// Retry-After as delta-seconds or an HTTP-date (RFC 9110 §10.2.3), in seconds from `now`.
     static func retryAfter(_ value: String?, now: Date) -> Int64? {

@@ -63,6 +63,10 @@ final class Transfer {
     /// How much of `received` the engine has counted already.
     var counted: UInt64 = 0
     let startedAt = Date()
+    /// The current request's head and stall clocks (SPEC §7), kept by the engine's loop.
+    private var timer = ResponseTimer(responseTimeout: 0, stallTimeout: 0)
+    /// The timeouts of the feed (or the config), for the messages.
+    private var connectTimeout = TimeSpan.zero, responseTimeout = TimeSpan.zero, stallTimeout = TimeSpan.zero
 
     /// `existing` is the partial already on disk, opened, with its size: only passed when
     /// state.db records a partial for this resource (nothing else could be resumed).
@@ -181,10 +185,12 @@ final class Transfer {
             if let etag = validators.etag { lines.append("If-None-Match: \(etag)") }
             if let lastModified = validators.lastModified { lines.append("If-Modified-Since: \(lastModified)") }
         }
-        let options = CurlRequestOptions(url: request.url, headers: lines,
-                                         connectTimeout: Int((job.feed.limits.connectTimeout ?? config.connectTimeout).seconds),
-                                         stallTimeout: Int((job.feed.limits.stallTimeout ?? config.stallTimeout).seconds),
+        connectTimeout = job.feed.limits.connectTimeout ?? config.connectTimeout
+        let options = CurlRequestOptions(url: request.url, headers: lines, connectTimeout: Int(connectTimeout.seconds),
                                          bufferSize: Self.bufferSize(job, limiter: limiter))
+        responseTimeout = job.feed.limits.responseTimeout ?? config.responseTimeout
+        stallTimeout = job.feed.limits.stallTimeout ?? config.stallTimeout
+        timer = ResponseTimer(responseTimeout: Double(responseTimeout.seconds), stallTimeout: Double(stallTimeout.seconds))
         do {
             try easy.prepare(options, shared: CurlSharedOptions(caFile: config.caFile, userAgent: Self.userAgent,
                                                                  proxy: config.proxy?.text, noProxy: config.noProxy?.text),
@@ -211,9 +217,10 @@ final class Transfer {
         Unmanaged<Transfer>.fromOpaque(user!).takeUnretainedValue().receive(UnsafeRawBufferPointer(start: data, count: size * count))
     }
 
+    /// A header line; 0 stops the exchange (libcurl then ends it with CURLE_WRITE_ERROR).
     private static let onHeader: CurlDataCallback = { data, size, count, user in
         Unmanaged<Transfer>.fromOpaque(user!).takeUnretainedValue().machine.headerLine(UnsafeRawBufferPointer(start: data, count: size * count))
-        return size * count
+            ? size * count : 0
     }
 
     private func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
@@ -275,6 +282,20 @@ final class Transfer {
             } else {
                 inlineHasher = SHA256()
             }
+        }
+    }
+
+    // MARK: The clocks
+
+    /// The head and stall clocks at `now` (monotonic seconds): the failure that ends the
+    /// exchange, when one does. Looks at libcurl's progress only until the request is out.
+    func checkClocks(now: Double) -> TransferFailure? {
+        guard machine.phase == .connecting || machine.phase == .receiving else { return nil }
+        let sent = timer.awaitsSend && easy.requestSent
+        switch timer.check(now: now, sent: sent, headComplete: machine.headComplete, bytes: received, held: machine.hold != nil) {
+        case .goOn: return nil
+        case .headTimedOut: return .headTimeout(responseTimeout)
+        case .stalled: return .stalled(stallTimeout, status: machine.head.status)
         }
     }
 
@@ -342,9 +363,22 @@ final class Transfer {
         if machine.bodyBeginsAtEnd(cleanly: curlCode == CurlGlobal.ok) { beginBody() }
         if machine.failure == nil, let error = body?.flush() { machine.cannotWrite(error) }
         let easy = easy
-        switch machine.ended(cleanly: curlCode == CurlGlobal.ok, tlsError: CurlGlobal.tlsErrors.contains(curlCode),
-                             connectionFailure: CurlGlobal.connectionFailure(curlCode, osErrno: easy.osErrno),
-                             describe: { easy.describe(curlCode) }, redirectURL: { easy.redirectURL }, maxRedirects: maxRedirects, now: Date()) {
+        var cause = CurlGlobal.connectionFailure(curlCode, osErrno: easy.osErrno)
+        var words: String?
+        if curlCode == CurlGlobal.operationTimedOut {
+            // libcurl's only timeout here is connect_timeout's: the TCP connect, or the TLS handshake after it.
+            let limit = connectTimeout
+            if easy.connected, !easy.tlsEstablished, machine.url.hasPrefix("https:") {
+                cause = "TLS handshake timeout"
+                words = "the TLS handshake did not finish within \(limit) (connect_timeout)"
+            } else if !easy.connected {
+                cause = "connect timeout"
+                words = "cannot connect within \(limit) (connect_timeout)"
+            }
+        }
+        switch machine.ended(cleanly: curlCode == CurlGlobal.ok, tlsError: CurlGlobal.tlsErrors.contains(curlCode), connectionFailure: cause,
+                             malformed: CurlGlobal.malformedResponse(curlCode).map { "\($0) (\(easy.describe(curlCode)))" },
+                             describe: { words ?? easy.describe(curlCode) }, redirectURL: { easy.redirectURL }, maxRedirects: maxRedirects, now: Date()) {
         case .follow(let request):
             return .redirect(request)
         case .keepCachedCopy(let validators):

@@ -74,6 +74,9 @@ struct TransferFailure: Error, Equatable {
     /// Why this failure holds the whole origin (SPEC §6: "HTTP 503", "connection refused"),
     /// or nil: a failure of this resource alone.
     var holdsOrigin: String? = nil
+    /// The response was invalid (SPEC §7: its framing, its range, the size of its head or
+    /// its Location): it says nothing of the origin, so it neither holds nor clears a hold.
+    var invalidResponse = false
 
     /// libcurl itself failed (an option refused, a handle not made, the multi handle):
     /// transient, the partial kept.

@@ -126,6 +126,9 @@ struct TransferStateMachine {
     private var asked = ResponseRules.Request()
     /// The response's head as it arrives (a status line starts a new one).
     private(set) var head = ResponseRules.Head(status: 0)
+    /// Whether the final head arrived whole (its blank line, a body, or a clean end): until
+    /// then no response came (SPEC §6, §7), and later lines are a body's trailers.
+    private(set) var headComplete = false
 
     // Where the partial stands.
     /// Bytes in the partial (written, or gathering in the writer's buffer).
@@ -140,6 +143,9 @@ struct TransferStateMachine {
     /// Validators of the response that produced the partial's bytes.
     private(set) var partialValidators = Validators()
     private(set) var expectedTotal: UInt64?
+    /// The last byte a 206 being appended may write (its Content-Range's end): nothing past
+    /// it reaches the partial.
+    private var appendEnd: UInt64?
     /// Whether state.db may hold a partial record for this resource (to clear at the end).
     private(set) var partialRecorded: Bool
     /// Whether state.db holds the record of the body being received (its validators, this
@@ -228,6 +234,8 @@ struct TransferStateMachine {
         precondition(state == .queued || state == .connecting)
         state = .connecting
         head = ResponseRules.Head(status: 0)
+        headComplete = false
+        appendEnd = nil
         let revalidating = requestedFrom == 0 && conditional ? cachedValidators : nil
         asked = ResponseRules.Request(resumeFrom: requestedFrom, partialValidators: partialValidators,
                                       partialTotal: requestedFrom > 0 ? recordedPartial?.totalLength : nil,
@@ -245,8 +253,37 @@ struct TransferStateMachine {
     // MARK: The response
 
     /// A line of the response's head (a status line starts a new head: redirects, 100-continue).
-    mutating func headerLine(_ bytes: UnsafeRawBufferPointer) {
-        head.take(line: bytes)
+    /// Returns false when the exchange must stop (SPEC §7: a head over 256 KiB, an invalid
+    /// final head, a redirect to a Location over 8 KiB); the failure is kept for the end.
+    @discardableResult
+    mutating func headerLine(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard state == .connecting else { return headComplete }  // after the head: a chunked body's trailers
+        if headComplete {
+            // Before any body, only another response can follow a whole head (a proxy's CONNECT
+            // answer, should libcurl pass it on): a status line starts it; nothing else counts.
+            guard bytes.starts(with: "HTTP/".utf8) else { return true }
+            headComplete = false
+        }
+        let ended = head.take(line: bytes)
+        return headLineJudged(ended: ended)
+    }
+
+    /// `ResponseRules.onHeadLine` on the head so far; a final head that ended is complete.
+    private mutating func headLineJudged(ended: Bool) -> Bool {
+        if let failure = ResponseRules.onHeadLine(head, ended: ended) {
+            state = .failed(failure)
+            return false
+        }
+        if ended, !(100..<200).contains(head.status) { headComplete = true }
+        return true
+    }
+
+    /// Whether the origin gave a whole answer that says it is up (SPEC §6: it ends the
+    /// origin's hold): the final head came, valid, and not with a status that holds.
+    var originAnswered: Bool {
+        guard headComplete else { return false }
+        guard let failure else { return true }
+        return failure.holdsOrigin == nil && !failure.invalidResponse
     }
 
     /// Whether a body beginning now is the first of this response.
@@ -264,6 +301,8 @@ struct TransferStateMachine {
     /// continuing it) or from zero (FAULTS 5, 6: never appended otherwise).
     mutating func bodyBegins() -> BodyAction {
         precondition(state == .connecting)
+        // A body follows a whole head (libcurl gives the blank line first; a test may not).
+        if !headComplete, !headLineJudged(ended: true) { return .discard }
         let restart: Bool
         switch ResponseRules.onHead(asked, head) {
         case .noBody:
@@ -275,8 +314,9 @@ struct TransferStateMachine {
         case .cachedCopy(let validators):
             state = .resendingCachedCopy(validators)
             return .discard
-        case .append(let total, _):
+        case .append(let total, let rangeEnd):
             expectedTotal = total
+            appendEnd = rangeEnd
             restart = false
         case .restart(let total):
             restart = requestedFrom > 0 || offset > 0
@@ -316,6 +356,11 @@ struct TransferStateMachine {
         }
         if after > cap {
             state = .failed(TransferFailure(kind: .mismatch, message: "the body is longer than \(capName); cut off and discarded",
+                                            retryAfter: nil, discardPartial: true, httpStatus: head.status))
+            return .refuse
+        }
+        if let appendEnd, after > appendEnd + 1 {  // as the end would judge it (`ResponseRules.complete`), before the bytes land
+            state = .failed(TransferFailure(kind: .transient, message: "the 206 sent more than the bytes to \(appendEnd + 1) of its Content-Range",
                                             retryAfter: nil, discardPartial: true, httpStatus: head.status))
             return .refuse
         }
@@ -396,15 +441,24 @@ struct TransferStateMachine {
     /// the bytes on disk, the manifest's checks).
     /// `connectionFailure`: the cause, when libcurl says the origin could not be reached
     /// (`CurlGlobal.connectionFailure`): such a failure holds the origin (SPEC §6).
-    mutating func ended(cleanly: Bool, tlsError: Bool, connectionFailure: String? = nil, describe: () -> String, redirectURL: () -> String?,
-                        maxRedirects: Int, now: Date) -> EndAction {
+    /// `malformed`: libcurl refused the response itself (not HTTP, a negative length, a
+    /// header line too long for it), in words: an invalid response (SPEC §7).
+    mutating func ended(cleanly: Bool, tlsError: Bool, connectionFailure: String? = nil, malformed: String? = nil, describe: () -> String,
+                        redirectURL: () -> String?, maxRedirects: Int, now: Date) -> EndAction {
         if let failure { return .fail(failure) }
         if case .resendingCachedCopy(let validators) = state {
             state = .fresh  // its body was not read: how the connection ended says nothing of the copy
             return .keepCachedCopy(validators)
         }
         precondition(state == .receiving || state == .discarding || (state == .connecting && !bodyBeginsAtEnd(cleanly: cleanly)))
-        if head.status == 0 {
+        // libcurl finished the exchange, so its head was whole (a test may not say the blank line).
+        if !headComplete, cleanly, head.status >= 200, !headLineJudged(ended: true), let failure { return .fail(failure) }
+        if !headComplete {
+            if let malformed {
+                return fail(TransferFailure(kind: .transient, message: "invalid response: \(malformed)", retryAfter: nil, discardPartial: false,
+                                            httpStatus: head.status == 0 ? nil : head.status, invalidResponse: true))
+            }
+            // No whole response came: the connection failed before one, or inside its head.
             return fail(TransferFailure(kind: tlsError ? .permanent : .transient, message: tlsError ? "TLS: \(describe())" : describe(),
                                         retryAfter: nil, discardPartial: false, httpStatus: nil,
                                         holdsOrigin: tlsError ? nil : connectionFailure))

@@ -61,6 +61,23 @@ enum OriginFault: Sendable {
     case delay(seconds: Double)
     /// Serve this response with W/ on the ETag (so If-Range never matches it).
     case weakETag
+
+    // Hostile responses (SPEC §7 "Responses", FAULTS 24 and 26), kept together.
+    /// These bytes as the whole answer: no status line, no head; then close.
+    case raw([UInt8])
+    /// A `status` response whose head is exactly these header lines (only the status line,
+    /// `Connection: close` and the blank line added), then `body`, then close: a lying or
+    /// doubled Content-Length, an impossible Content-Range.
+    case rawHead(status: Int, lines: [String], body: [UInt8])
+    /// The resource's 200 with its head padded to about `bytes` by header lines (`oneLine`:
+    /// by one header line that long).
+    case hugeHead(bytes: Int, oneLine: Bool)
+    /// A 200 status line, then a header line every `interval` seconds, never the blank line
+    /// (until the client hangs up).
+    case endlessHead(interval: Double)
+    /// A 302 to this path with a query twice as long as the request's (at least 512 bytes):
+    /// each hop's Location is longer than the last.
+    case longerRedirect
 }
 
 /// A request as the origin received it.
@@ -173,6 +190,12 @@ final class TestOrigin: @unchecked Sendable {
     func stop() {
         engine.stop()
     }
+
+    /// While set, connections are accepted and read from, and never answered: a hung server,
+    /// or a TLS server that never answers the ClientHello (for an `https://` URL to this port).
+    func answerNothing(_ silent: Bool) {
+        engine.locked { engine.silent = silent }
+    }
 }
 
 enum OriginError: Error, CustomStringConvertible {
@@ -201,6 +224,7 @@ private final class OriginEngine: @unchecked Sendable {
     var bytesSent: [String: Int] = [:]
     var clients: Set<Int32> = []
     var stopped = false
+    var silent = false
     var connectionSerial = 0
     var openConnections = 0
     var peakOpen = 0
@@ -364,6 +388,11 @@ private final class OriginConnection {
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         var slice = timeval(tv_sec: 0, tv_usec: 200_000)
         _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &slice, socklen_t(MemoryLayout<timeval>.size))
+        if engine.locked({ engine.silent }) {
+            // Read whatever comes (an HTTP request, a ClientHello) and never answer, until the client hangs up.
+            while receiveMore(until: Date().addingTimeInterval(OriginEngine.idleTimeout)) { buffer.removeAll(keepingCapacity: true) }
+            return
+        }
 
         while !engine.isStopped {
             guard let head = readHead() else { return }
@@ -527,6 +556,8 @@ private final class OriginConnection {
         case .htmlInsteadOfContent:
             return sendSimple(200, method: method, body: Array(Self.portalPage.utf8), contentType: "text/html; charset=utf-8",
                               extra: [("ETag", "\"portal\""), ("Cache-Control", "no-store")], close: close)
+        case .raw, .rawHead, .hugeHead, .endlessHead, .longerRedirect:
+            return hostile(fault!, request: request, resource: resource, close: close)
         default:
             break
         }
@@ -636,6 +667,45 @@ private final class OriginConnection {
             }
         }
         return !close
+    }
+
+    /// The hostile responses (SPEC §7): returns whether the connection stays open.
+    private func hostile(_ fault: OriginFault, request: ParsedRequest, resource: OriginResource?, close: Bool) -> Bool {
+        switch fault {
+        case .raw(let bytes):
+            _ = sendAll(bytes[...])
+            return false
+        case .rawHead(let status, let lines, let body):
+            let head = "HTTP/1.1 \(status) \(Self.reason(status))\r\n" + lines.map { $0 + "\r\n" }.joined() + "Connection: close\r\n\r\n"
+            _ = sendAll((Array(head.utf8) + body)[...])
+            return false
+        case .hugeHead(let bytes, let oneLine):
+            let body = resource?.body ?? []
+            var padding: [(String, String)] = []
+            if oneLine {
+                padding.append(("X-Padding", String(repeating: "a", count: bytes)))
+            } else {
+                for index in 0..<max(1, bytes / 1024) { padding.append(("X-Padding-\(index)", String(repeating: "a", count: 1000))) }
+            }
+            let head = responseHead(200, headers: padding + [("Content-Length", String(body.count))], close: true)
+            _ = sendAll((head + body)[...])
+            return false
+        case .endlessHead(let interval):
+            guard sendAll(Array("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n".utf8)[...]) else { return false }
+            var index = 0
+            while pause(interval) {
+                index += 1
+                guard sendAll(Array("X-Still-Coming-\(index): \(index)\r\n".utf8)[...]) else { return false }
+            }
+            return false
+        case .longerRedirect:
+            let path = OriginEngine.stripQuery(request.target)
+            let asked = request.target.count - path.count
+            let location = path + "?pad=" + String(repeating: "a", count: max(512, 2 * asked))
+            return sendSimple(302, method: request.method, body: [], contentType: "text/plain", extra: [("Location", location)], close: close)
+        default:
+            return false
+        }
     }
 
     /// A complete response with a small body; `extra` headers replace defaults of the same name.
