@@ -40,22 +40,38 @@ public struct ScalarLimits: Sendable {
 
     /// The limit for a value reached by `path` from the root (a key's own text uses `key`).
     public func limit(at path: [Step]) -> ScalarLimit {
-        limit(depth: path.count) { path[$0] }
+        var alive = allRules
+        for (depth, step) in path.enumerated() { alive = narrow(alive, depth: depth, step: step) }
+        return limit(alive: alive, depth: path.count)
     }
 
-    /// The same for a path of `depth` steps given one at a time (the parser's open
-    /// collections, without building an array for every scalar).
-    func limit(depth: Int, step: (Int) -> Step) -> ScalarLimit {
-        for rule in rules where rule.path.count == depth {
-            var matches = true
-            for (index, wanted) in rule.path.enumerated() {
-                let actual = step(index)
-                if !(wanted == actual || (wanted == .anyKey && actual != .item)) {
-                    matches = false
-                    break
-                }
-            }
-            if matches { return rule.limit }
+    /// Every rule, as a set of bits (rule n is bit n; at most 64 rules).
+    var allRules: UInt64 { rules.count >= 64 ? .max : (1 << rules.count) - 1 }
+
+    /// Of the rules in `alive`, those whose step at `depth` is `step`: how the parser keeps,
+    /// for each open collection, the rules its place still matches, so that a scalar's limit
+    /// costs no walk over the open collections.
+    func narrow(_ alive: UInt64, depth: Int, step: Step) -> UInt64 {
+        var kept: UInt64 = 0
+        var bits = alive
+        while bits != 0 {
+            let index = bits.trailingZeroBitCount
+            bits &= bits - 1
+            let path = rules[index].path
+            guard depth < path.count else { continue }
+            let wanted = path[depth]
+            if wanted == step || (wanted == .anyKey && step != .item) { kept |= 1 << index }
+        }
+        return kept
+    }
+
+    /// The limit of a value `depth` steps from the root whose place matches the rules `alive`.
+    func limit(alive: UInt64, depth: Int) -> ScalarLimit {
+        var bits = alive
+        while bits != 0 {
+            let index = bits.trailingZeroBitCount
+            bits &= bits - 1
+            if rules[index].path.count == depth { return rules[index].limit }
         }
         return value
     }

@@ -91,6 +91,11 @@ public struct YAMLNode: Sendable {
         return location
     }
 
+    fileprivate var isCollection: Bool {
+        if case .collection = body { return true }
+        return false
+    }
+
     /// Hands this node's box to `doomed` when this node holds its last reference, leaving
     /// the node without children: one step of taking a tree apart without recursion.
     fileprivate mutating func surrender(into doomed: inout [Children]) {
@@ -105,23 +110,27 @@ public struct YAMLNode: Sendable {
         let isMapping: Bool
         var items: [YAMLNode]
         var pairs: [(key: YAMLNode, value: YAMLNode)]
+        /// Whether a child is a list or mapping: only then is there a tree below to take apart.
+        private let nests: Bool
 
         init(items: [YAMLNode]) {
             isMapping = false
             self.items = items
             pairs = []
+            nests = items.contains { $0.isCollection }
         }
 
         init(pairs: [(key: YAMLNode, value: YAMLNode)]) {
             isMapping = true
             items = []
             self.pairs = pairs
+            nests = pairs.contains { $0.key.isCollection || $0.value.isCollection }
         }
 
         /// Takes the tree below apart with an explicit list: each box whose last reference
         /// is a child here is emptied in turn, so every box's own `deinit` finds nothing left.
         deinit {
-            guard !items.isEmpty || !pairs.isEmpty else { return }
+            guard nests else { return }  // scalars only: released flat as it is
             var doomed: [Children] = []
             empty(into: &doomed)
             while let next = doomed.popLast() {

@@ -131,6 +131,10 @@ public enum YAMLParser {
             /// The nodes this collection stands for: itself and everything below, an alias
             /// counting as all of its anchor's.
             var weight = 1
+            /// The scalar-limit rules the place of this collection matches (`ScalarLimits`):
+            /// `reached` up to the collection itself, `here` with its current key or item too.
+            var reached: UInt64 = 0
+            var here: UInt64 = 0
 
             init(isMapping: Bool, location: SourceLocation, anchor: String?, tag: String?) {
                 self.isMapping = isMapping
@@ -223,7 +227,10 @@ public enum YAMLParser {
                 }
                 let anchor = isMapping ? event.data.mapping_start.anchor : event.data.sequence_start.anchor
                 let tag = isMapping ? event.data.mapping_start.tag : event.data.sequence_start.tag
-                stack.append(Frame(isMapping: isMapping, location: at, anchor: Self.string(anchor), tag: Self.string(tag)))
+                let frame = Frame(isMapping: isMapping, location: at, anchor: Self.string(anchor), tag: Self.string(tag))
+                frame.reached = stack.last.map { $0.isMapping && $0.pendingKey == nil ? 0 : $0.here } ?? limits.allRules
+                frame.here = isMapping ? 0 : limits.narrow(frame.reached, depth: stack.count, step: .item)
+                stack.append(frame)
             case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
                 guard let frame = stack.popLast() else { return }
                 let content: YAMLNode.Content = frame.isMapping ? .mapping(frame.pairs) : .sequence(frame.items)
@@ -237,11 +244,9 @@ public enum YAMLParser {
 
         /// The limit for the scalar that comes next: a key's, or the one its place names.
         private func currentLimit() -> ScalarLimit {
-            if let top = stack.last, top.isMapping, top.pendingKey == nil { return limits.key }
-            return limits.limit(depth: stack.count) { index in
-                let frame = stack[index]
-                return frame.isMapping ? .key(frame.pendingKey?.scalar ?? "") : .item
-            }
+            guard let top = stack.last else { return limits.limit(alive: limits.allRules, depth: 0) }
+            if top.isMapping, top.pendingKey == nil { return limits.key }
+            return limits.limit(alive: top.here, depth: stack.count)
         }
 
         private mutating func add(_ node: YAMLNode, anchor: String?, weight: Int) {
@@ -260,8 +265,10 @@ public enum YAMLParser {
             } else if let key = top.pendingKey {
                 top.pairs.append((key: key, value: node))
                 top.pendingKey = nil
+                top.here = 0
             } else {
                 top.pendingKey = node
+                if top.reached != 0 { top.here = limits.narrow(top.reached, depth: stack.count - 1, step: .key(node.scalar ?? "")) }
             }
         }
 
