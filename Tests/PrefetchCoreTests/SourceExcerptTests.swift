@@ -107,7 +107,7 @@ import Testing
     @Test func controlCharactersAreShownAsReplacements() {
         let renderer = DiagnosticRenderer(sources: ["f.yaml": SourceText(bytes: Array("a: \u{1B}[31mred\u{9B}\n".utf8))])
         let text = renderer.render(Diagnostic(.error, file: "f.yaml", at: SourceLocation(line: 1, column: 4), "unknown key '\u{1B}[2J'"))
-        #expect(text == "f.yaml:1:4: error: unknown key '\u{FFFD}[2J'\na: \u{FFFD}[31mred\u{FFFD}\n   ^\n")
+        #expect(text == "f.yaml:1:4: error: unknown key '\\u{1B}[2J'\na: \u{FFFD}[31mred\u{FFFD}\n   ^\n")
     }
 
     /// One renderer over many diagnostics of one long line, in order and out of it, shows

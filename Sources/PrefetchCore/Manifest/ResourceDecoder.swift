@@ -132,7 +132,7 @@ final class ResourceDecoder {
                 reader.error("the file name from the URL's last segment is too long: \(problem); give the resource a 'path'", at: location)
                 return nil
             }
-            if segment.contains("/") {
+            if segment.utf8.contains(UInt8(ascii: "/")) {  // bytes: "/\u{301}" is no Character "/"
                 reader.error("the URL's last segment '\(segment)' holds an encoded '/'; add a 'path'", at: location)
                 return nil
             }

@@ -11,8 +11,11 @@ public struct CronSchedule: Sendable {
     public let cron: CronExpression
     public let clock: ZoneClock
 
-    /// Days searched before giving up: covers `0 0 29 2 *` across a skipped leap year (2100).
-    static let horizonDays: Int64 = 366 * 9
+    /// Days searched before giving up: 41 years. When a day field begins with `*` both must
+    /// match (`0 0 29 2 */7`: February 29th that is a Sunday), and such a day can be 40 years
+    /// from the last (2088 → 2128, across the skipped leap day of 2100); a first day of a month
+    /// on a weekday 12. Every expression the parser accepts fires within that.
+    static let horizonDays: Int64 = 366 * 41
 
     public init(_ cron: CronExpression, clock: ZoneClock) {
         self.cron = cron

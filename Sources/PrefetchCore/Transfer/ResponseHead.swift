@@ -35,7 +35,7 @@ extension ResponseRules.Head {
         guard colon < end else { return false }
         for (index, name) in Self.wanted.enumerated() where name.count == colon {
             var same = true
-            for i in 0..<colon where name[i] != bytes[i] | 0x20 { same = false; break }  // ASCII case-insensitive
+            for i in 0..<colon where name[i] != Self.lowercased(bytes[i]) { same = false; break }
             guard same else { continue }
             var start = colon + 1, stop = end
             while start < stop, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
@@ -49,6 +49,12 @@ extension ResponseRules.Head {
             return false
         }
         return false
+    }
+
+    /// An ASCII letter in lowercase, any other byte as it is (`| 0x20` alone would also
+    /// turn a CR into '-': `Content\rLength` read as `Content-Length`).
+    private static func lowercased(_ byte: UInt8) -> UInt8 {
+        (0x41...0x5A).contains(byte) ? byte | 0x20 : byte
     }
 
     private mutating func set(_ index: Int, _ value: String) {

@@ -357,10 +357,18 @@ enum ResponseRules {
 
     static func quoted(_ value: String?) -> String { value.map { quoted($0.utf8) } ?? "(none)" }
 
+
+    /// A number as HTTP writes one, `1*DIGIT` (RFC 9110 §8.6, §10.2.3, §14.4): no sign, no
+    /// blanks (`UInt64("+5")` is 5; an origin's "+5" is no number).
+    static func digits<S: StringProtocol>(_ text: S) -> UInt64? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return UInt64(text)
+    }
+
     /// Retry-After as delta-seconds or an HTTP-date (RFC 9110 §10.2.3), in seconds from `now`.
     static func retryAfter(_ value: String?, now: Date) -> Int64? {
         guard let value = value?.trimmingSpaces(), !value.isEmpty else { return nil }
-        if let seconds = Int64(value), seconds >= 0 { return seconds }
+        if let seconds = digits(value) { return Int64(clamping: seconds) }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")

@@ -4,7 +4,7 @@ public enum FeedName {
     public static func problem(_ text: String) -> ValueError? {
         let bytes = Array(text.utf8)
         guard !bytes.isEmpty else { return ValueError("a feed name cannot be empty") }
-        guard bytes.count <= 64 else { return ValueError("a feed name has at most 64 characters", at: 64) }
+        guard bytes.count <= 64 else { return ValueError("a feed name has at most 64 characters", at: text.characterOffset(ofUTF8: 64)) }
         for (index, byte) in bytes.enumerated() {
             let lowerOrDigit = (byte >= 97 && byte <= 122) || (byte >= 48 && byte <= 57)
             let punctuation = byte == 46 || byte == 95 || byte == 45
@@ -12,7 +12,7 @@ public enum FeedName {
                 return ValueError("a feed name starts with a lowercase letter or digit", at: 0)
             }
             if !lowerOrDigit && !punctuation {
-                return ValueError("a feed name has only lowercase letters, digits, '.', '_' and '-'", at: index)
+                return ValueError("a feed name has only lowercase letters, digits, '.', '_' and '-'", at: text.characterOffset(ofUTF8: index))
             }
         }
         return nil

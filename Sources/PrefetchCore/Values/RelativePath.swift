@@ -8,37 +8,52 @@ public enum RelativePath {
     public static func problem(_ path: String) -> ValueError? {
         if let problem = lengthProblem(path) { return problem }
         // SPEC §6: names beginning `.prefetch` are prefetch's own (the reader index, generations).
-        if path.hasPrefix(".prefetch") { return ValueError("a path cannot start with '.prefetch': prefetch keeps its own files under that name") }
+        // Checked on the UTF-8 bytes, as the file system reads the path: split by Character,
+        // a '/' followed by a combining mark ("../\u{301}x") or after a prepended one is no
+        // '/', and its '..' would leave the feed's folder. Offsets are given in characters.
+        let bytes = Array(path.utf8)
+        if bytes.starts(with: Array(".prefetch".utf8)) {
+            return ValueError("a path cannot start with '.prefetch': prefetch keeps its own files under that name")
+        }
         if isPlainASCII(path) { return nil }
-        if path.isEmpty { return ValueError("a path cannot be empty") }
-        if path.hasPrefix("/") { return ValueError("a path must be relative to the feed's folder, not absolute") }
-        var offset = 0
-        for segment in path.split(separator: "/", omittingEmptySubsequences: false) {
-            defer { offset += segment.count + 1 }
-            switch segment {
-            case "": return ValueError(offset == path.count ? "a path cannot end with '/'" : "a path cannot contain an empty segment ('//')", at: offset)
-            case ".": return ValueError("a path cannot contain '.' segments", at: offset)
-            case "..": return ValueError("a path cannot contain '..': it would leave the feed's folder", at: offset)
+        if bytes.isEmpty { return ValueError("a path cannot be empty") }
+        if bytes[0] == 0x2F { return ValueError("a path must be relative to the feed's folder, not absolute") }
+        var start = 0
+        for segment in bytes.split(separator: 0x2F, omittingEmptySubsequences: false) {
+            defer { start += segment.count + 1 }
+            // Offsets only for an error: counting characters for every segment would be
+            // quadratic in a deep path's length.
+            switch Array(segment) {
+            case []:
+                return ValueError(start == bytes.count ? "a path cannot end with '/'" : "a path cannot contain an empty segment ('//')",
+                                  at: path.characterOffset(ofUTF8: start))
+            case [0x2E]: return ValueError("a path cannot contain '.' segments", at: path.characterOffset(ofUTF8: start))
+            case [0x2E, 0x2E]: return ValueError("a path cannot contain '..': it would leave the feed's folder", at: path.characterOffset(ofUTF8: start))
             default: break
             }
-            for (index, scalar) in segment.unicodeScalars.enumerated()
-            where scalar.value < 0x20 || scalar.value == 0x7f || (0x80..<0xa0).contains(scalar.value) {
-                return ValueError("a path cannot contain control characters", at: offset + index)
+            var index = start
+            for scalar in String(decoding: segment, as: UTF8.self).unicodeScalars {
+                if scalar.value < 0x20 || scalar.value == 0x7f || (0x80..<0xa0).contains(scalar.value) {
+                    return ValueError("a path cannot contain control characters", at: path.characterOffset(ofUTF8: index))
+                }
+                index += UTF8.width(scalar)
             }
         }
         return nil
     }
 
-    /// A path over 4,000 bytes, or with a component over 255, at the offending component.
+    /// A path over 4,000 bytes, or with a component over 255, at the offending component
+    /// (components split at every '/' byte, as the file system splits them).
     private static func lengthProblem(_ path: String) -> ValueError? {
         let count = path.utf8.count
         if count > 4000 { return ValueError("a path has at most 4000 bytes; this one has \(count)") }
         guard count > 255 else { return nil }
-        var offset = 0  // in characters, as ValueError counts
-        for segment in path.split(separator: "/", omittingEmptySubsequences: false) {
-            let bytes = segment.utf8.count
-            if bytes > 255 { return ValueError("a path component has at most 255 bytes; this one has \(bytes)", at: offset) }
-            offset += segment.count + 1
+        var start = 0
+        for segment in path.utf8.split(separator: 0x2F, omittingEmptySubsequences: false) {
+            if segment.count > 255 {
+                return ValueError("a path component has at most 255 bytes; this one has \(segment.count)", at: path.characterOffset(ofUTF8: start))
+            }
+            start += segment.count + 1
         }
         return nil
     }

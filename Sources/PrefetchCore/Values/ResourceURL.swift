@@ -15,8 +15,10 @@ public struct ResourceURL: Sendable, Hashable, CustomStringConvertible {
 
     /// The URL as shown to people: query values elided (`?…`), since signed URLs carry tokens there.
     public var redacted: String {
-        guard query != nil, let mark = text.firstIndex(of: "?") else { return text }
-        return String(text[..<mark]) + "?…"
+        // The '?' byte, as the parser found it: "?\u{317}" is no Character "?", and the
+        // query after it would be shown whole, token and all.
+        guard query != nil, let mark = text.utf8.firstIndex(of: UInt8(ascii: "?")) else { return text }
+        return String(decoding: text.utf8[..<mark], as: UTF8.self) + "?…"
     }
 
     public var description: String { redacted }
@@ -117,8 +119,10 @@ public struct ResourceURL: Sendable, Hashable, CustomStringConvertible {
     /// The default cache path: the URL path's last segment, percent-decoded, without the
     /// query. Nil when the path ends in `/` (then the manifest needs an explicit `path`).
     public func lastSegment() throws(ValueError) -> String? {
-        guard !path.hasSuffix("/"), let slash = path.lastIndex(of: "/") else { return nil }
-        let segment = path[path.index(after: slash)...]
+        // On bytes: a '/' with a combining mark after it is no Character "/" (`hasSuffix`,
+        // `lastIndex(of:)` would miss it), but it is a '/' in the path.
+        guard path.utf8.last != UInt8(ascii: "/"), let slash = path.lastSlash else { return nil }
+        let segment = Substring(path.utf8[path.utf8.index(after: slash)...])
         guard let decoded = Self.percentDecode(segment) else {
             throw ValueError("the URL's last segment has a malformed %-escape")
         }

@@ -10,4 +10,15 @@ extension String {
         while let last = view.last, trimmable(last) { view = view.dropLast() }
         return String(view)
     }
+
+    /// The index of the character that holds UTF-8 byte `byte` (`count` past the end):
+    /// error offsets count characters, checks that must see every '/' count bytes.
+    func characterOffset(ofUTF8 byte: Int) -> Int {
+        var end = 0
+        for (index, character) in enumerated() {
+            end += character.utf8.count
+            if end > byte { return index }
+        }
+        return count
+    }
 }

@@ -25,10 +25,33 @@ public struct Diagnostic: Sendable, Hashable, Error {
 
     /// `file:line:column: error: message`, without the source excerpt.
     public var headline: String {
+        let message = Self.oneLine(self.message)
         if let location {
             return "\(file):\(location.line):\(location.column): \(severity.rawValue): \(message)"
         }
         return "\(file): \(severity.rawValue): \(message)"
+    }
+
+    /// `text` with its line breaks and control characters escaped (`\n`, `\u{1B}`): a message
+    /// quotes the manifest's values, and one of several lines would be a diagnostic of its own
+    /// to whoever reads the output line by line (a plain scalar folds a blank line into "\n").
+    static func oneLine(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case _ where isControl(scalar): out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    /// C0 and C1 controls, DEL, and the line and paragraph separators; not a tab.
+    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        (scalar.value < 0x20 && scalar != "\t") || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029
     }
 }
 
@@ -50,7 +73,7 @@ public final class DiagnosticRenderer {
 
     /// The diagnostic as it is printed on stderr, ending with a newline.
     public func render(_ diagnostic: Diagnostic) -> String {
-        var out = SourceExcerpt.printable(diagnostic.headline) + "\n"
+        var out = diagnostic.headline + "\n"  // one line, its controls escaped
         guard let location = diagnostic.location, let source = sources[diagnostic.file] else { return out }
         var cursor = cursors[diagnostic.file] ?? SourceText.Cursor()
         defer { cursors[diagnostic.file] = cursor }
@@ -61,7 +84,7 @@ public final class DiagnosticRenderer {
 }
 
 /// The bytes of a source file, with lookup of single lines for error excerpts. Lines end
-/// where libyaml ends them (LF, CR LF, CR, NEL, LS, PS), so its line numbers find them.
+/// where libyaml ends them (LF, CR LF, a lone CR, NEL, LS, PS), so its marks find them.
 public struct SourceText: Sendable {
     /// The file's raw bytes.
     public let bytes: [UInt8]
@@ -71,12 +94,34 @@ public struct SourceText: Sendable {
         self.bytes = bytes
     }
 
-    /// The text of the 1-based line `number`, without its line break.
+    /// The text of the 1-based line `number`, without its line break. Lines are split where
+    /// libyaml splits them, whose marks the locations are: LF, CR LF, a lone CR, NEL, LS, PS.
     public func line(_ number: Int) -> String? {
         var cursor = Cursor()
         return bytes.withUnsafeBufferPointer { buffer in
             guard cursor.seek(line: number, in: buffer) else { return nil }
             return String(decoding: buffer[cursor.lineStart..<cursor.lineEnd], as: UTF8.self)
+        }
+    }
+
+    /// `location` moved inside the text. libyaml reports the end of a file whose last line
+    /// has no line break on a line after it: that is the end of the last line.
+    public func clamped(_ location: SourceLocation) -> SourceLocation {
+        bytes.withUnsafeBufferPointer { buffer in
+            var lines = 1
+            var start = 0
+            var index = 0
+            while index < buffer.count {
+                let width = YAMLText.breakLength(buffer, at: index)
+                if width > 0 {
+                    lines += 1
+                    start = index + width
+                }
+                index += max(width, 1)
+            }
+            guard location.line > lines else { return location }
+            let last = String(decoding: buffer[start...], as: UTF8.self)
+            return SourceLocation(line: lines, column: last.unicodeScalars.count + 1)
         }
     }
 

@@ -2,7 +2,8 @@
 /// - at most 200 characters, cut around the column with `…` where it was cut;
 /// - a URL's query value elided (`?…`), as everywhere prefetch shows a URL (SPEC §5): in
 ///   a word (up to a blank or a quote) that holds `://`, what follows a `?` is hidden;
-/// - control characters shown as U+FFFD, so a file cannot drive the terminal.
+/// - control characters shown as U+FFFD, so a file cannot drive the terminal (a message's
+///   are escaped by `Diagnostic.headline`).
 /// Columns count characters (Unicode scalars), as libyaml's do; the caret line keeps tabs.
 /// Only a bounded stretch around the column is read, however long the line.
 struct SourceExcerpt {
@@ -98,17 +99,10 @@ struct SourceExcerpt {
         return (slice, caret - first + (lead ? 1 : 0))
     }
 
-    /// `text` with control characters (C0 but tab, DEL, C1) as U+FFFD: a message may quote
-    /// a value that a quoted escape filled with them.
-    static func printable(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: { printable($0) != $0 }) else { return text }
-        var view = String.UnicodeScalarView()
-        view.append(contentsOf: text.unicodeScalars.map(printable))
-        return String(view)
-    }
-
+    /// A control character (`Diagnostic.isControl`: an escape sequence to the terminal) as
+    /// U+FFFD, one character for one, so the caret stays under its column.
     private static func printable(_ scalar: Unicode.Scalar) -> Unicode.Scalar {
-        scalar != "\t" && (scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)) ? "\u{FFFD}" : scalar
+        Diagnostic.isControl(scalar) ? "\u{FFFD}" : scalar
     }
 
     /// The words of a line followed up to `position` (a byte offset).

@@ -113,7 +113,8 @@ public enum YAMLParser {
         } else {
             message = problem
         }
-        return YAMLSyntaxError(location: at, message: message)
+        // A mark at the end of a file without a final line break is past its last line.
+        return YAMLSyntaxError(location: SourceText(bytes: Array(bytes)).clamped(at), message: message)
     }
 
     /// Assembles nodes from events with an explicit stack. Frames are objects so that
