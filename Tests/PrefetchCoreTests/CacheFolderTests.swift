@@ -105,17 +105,16 @@ import TestSupport
         let folder = try TemporaryFolder()
         let path = folder.file("dropped.part")
         let file = try FileDescriptor.open(path, flags: O_RDWR | O_CREAT | O_TRUNC).get()
-        let queue = DispatchQueue(label: "test.sha256")
         let pool = BufferPool()
-        queue.suspend()  // the hashing cannot run until the test lets it
+        pool.hashing.suspend()  // the hashing cannot run until the test lets it
         do {
-            let writer = BodyWriter(pool: pool, hashing: true, queue: queue)
+            let writer = BodyWriter(pool: pool, hashing: true)
             let bytes = [UInt8](repeating: 7, count: BufferPool.bufferSize)
             #expect(bytes.withUnsafeBytes { writer.append($0, to: file, at: 0) } == nil)  // a full buffer: written, queued
         }  // dropped without `finish`
-        #expect(!pool.waitForHashing(until: .now() + 0.05), "returned with hashing still queued")
-        queue.resume()
-        #expect(pool.waitForHashing(until: .now() + 30))
+        #expect(!pool.waitForHashing(seconds: 0.05), "returned with hashing still queued")
+        pool.hashing.resume()
+        #expect(pool.waitForHashing(seconds: 30))
     }
 
     /// A write that fails (a full disk) takes none of the chunk that filled the buffer: the

@@ -70,6 +70,21 @@ import Testing
                          "STATUS=verifying the cache", idle, "STATUS=running a pass", idle])
     }
 
+    /// SPEC §6: a metrics file that cannot be written is an error of the pass, which the
+    /// status says after every pass that had it (and after a verification in between), and
+    /// no longer once a pass wrote the file.
+    @Test func aPassErrorStaysInTheStatusUntilAPassWithoutIt() {
+        let error = "cannot write the metrics file /var/lib/prometheus/node-exporter/prefetch.prom: Permission denied"
+        let sent = Self.play([
+            (0, .passStarted), (0.1, .passEnded(nextWakeup: nil, error: error)), (10, .verifying), (15, .idleAgain),
+            (60, .passStarted), (60.1, .passEnded(nextWakeup: nil, error: error)),
+            (120, .passStarted), (120.1, .passEnded(nextWakeup: nil)),
+        ]).map(\.1)
+        let idle = "STATUS=idle, nothing scheduled, conditions re-checked every minute · last pass: 0 placed, 0 fresh, 0 failed, 0 paused"
+        #expect(sent == ["STATUS=running a pass", idle + " · error: " + error, "STATUS=verifying the cache", idle + " · error: " + error,
+                         "STATUS=running a pass", idle + " · error: " + error, "STATUS=running a pass", idle])
+    }
+
     /// STOPPING=1 once, however often a stop is seen; after it, nothing but the stop's line.
     @Test func stoppingIsSaidOnceAndHasTheLastWord() {
         let sent = Self.play([

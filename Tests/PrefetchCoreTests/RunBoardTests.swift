@@ -70,7 +70,7 @@ import TestSupport
         #expect(other.next(now: Instant(seconds: 5000)) { _ in .start }?.key.path == "a5.bin")
         #expect(other.next(now: Instant(seconds: 5000)) { _ in .start } == nil && other.drained)
         let held = other.heldOrigins()
-        #expect(held.count == 1 && held.first?.resources == 5 && held.first?.reason == "connection refused")
+        #expect(held.count == 1 && held.first?.resources.count == 5 && held.first?.reason == "connection refused")
     }
 
     /// A retry within the run starts only if its feed may still transfer at that moment — its

@@ -120,4 +120,36 @@ import Testing
             "running all 1 active, 2 connecting  128MiB of 512MiB (25%), 64MiB/s, ETA 6s",
         ])
     }
+    /// SPEC §7: a held origin's request says `held` (not "again in"), the summary counts
+    /// held resources apart from failed ones and says what was pruned; a failure whose
+    /// origin's hold an answer ended before the run did is not left unsaid (no `held` line
+    /// speaks for it), it comes before the summary.
+    @Test func heldLinesAndTheSummary() {
+        let capture = Capture()
+        let reporter = reporter(.plain, capture)
+        let until = Instant(seconds: 1_800_000_061)
+        reporter.handle(.heldWithOrigin(Self.small, message: "HTTP 503", origin: "https://e.com:443", until: until, after: 61))
+        reporter.handle(.failed(Self.big, message: "HTTP 503", retryAt: until, origin: "https://e.com:443"))
+        reporter.handle(.failed(ResourceKey(feed: "big", path: "other.bin"), message: "HTTP 503", retryAt: until, origin: "https://f.com:443"))
+        reporter.handle(.held(origin: "https://f.com:443", reason: "HTTP 503", until: until, resources: 4))
+        var summary = EngineSummary()
+        summary.placed = 2; summary.fresh = 1; summary.failed = 2; summary.failedHeld = 1; summary.held = 4; summary.pruned = 3
+        reporter.summary(summary, seconds: 1.2, exit: .failure, notDue: 0)
+        let line = capture.lines.first ?? ""
+        #expect(line.hasPrefix("held    big/small.bin  HTTP 503; https://e.com:443 held until ") && !line.contains("again in"), "\(line)")
+        #expect(capture.lines.last == "run: 2 placed, 1 fresh (304), 1 failed, 4 held, 3 pruned, 0 paused; 0B in 1.2s", "\(capture.out)")
+        let errors = capture.err.split(separator: "\n").map(String.init)
+        #expect(errors.count == 2 && errors[0].hasPrefix("failed  https://f.com:443  HTTP 503; 4 resources held until "), "\(capture.err)")
+        #expect(errors[1].hasPrefix("failed  big/media/big.bin  HTTP 503; retry after "), "the cleared hold's failure: \(capture.err)")
+
+        let json = Capture()
+        let jsonReporter = self.reporter(.json, json)
+        jsonReporter.handle(.heldWithOrigin(Self.small, message: "HTTP 503", origin: "https://e.com:443", until: until, after: 61))
+        jsonReporter.summary(summary, seconds: 1, exit: .failure, notDue: 0)
+        let objects = json.lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(objects.first?["type"] as? String == "failed" && objects.first?["held"] as? Bool == true
+                && objects.first?["until"] as? String == "2027-01-15T08:01:01+00:00" && objects.first?["held_s"] as? Int == 61
+                && objects.first?["retry_in_s"] == nil && objects.first?["final"] as? Bool == false, "\(json.out)")
+        #expect(objects.last?["failed"] as? Int == 1 && objects.last?["held"] as? Int == 4 && objects.last?["pruned"] as? Int == 3, "\(json.out)")
+    }
 }

@@ -807,7 +807,8 @@ import PrefetchCore
                    + "  - url: ORIGIN/a.bin\n  - url: ORIGIN/b.bin\n  - url: ORIGIN/c.bin\n")
         let result = try s.runJSON()
         #expect(result.status == 0, "\(result.diagnostics)")
-        func wait(_ path: String) -> Int? { result.retries(path).first?["retry_in_s"] as? Int }
+        // One origin: each 429/503 holds it, so the waits are the hold's (SPEC §7: `held`, not a retry of its own).
+        func wait(_ path: String) -> Int? { result.retries(path).first?["held_s"] as? Int }
         #expect(wait("a.bin") == 2, "\(result.diagnostics)")
         #expect((2...3).contains(wait("b.bin") ?? -1), "\(result.diagnostics)")
         #expect(wait("c.bin") == 3, "\(result.diagnostics)")  // 3600 s capped at max_backoff

@@ -41,6 +41,40 @@ import PrefetchCore
                 "\(text.stderr)")
     }
 
+    /// SPEC §7: the requests out to an origin when it failed (the first wave) say `held`, not
+    /// "again in 1s" — their retries are the hold's probe, not each its own; in JSON their
+    /// `failed` events carry `held`, the origin and the hold's end instead of `retry_in_s`.
+    /// The summary counts the resources held with their origin as `held`, not one of them
+    /// as `failed`. (Before: `retry … again in 1s` per first-wave request, `1 failed`.)
+    @Test func theFirstWaveSaysHeldAndTheSummaryCountsHeld() throws {
+        let s = try FaultHarness()
+        var yaml = "retry: { attempts: 2, backoff: 1s, max_backoff: 2s }\nlimits: { concurrency: 4 }\nresources:\n"
+        for index in 0..<20 { yaml += "  - url: http://127.0.0.1:9/f\(index).bin\n" }
+        try s.feed(yaml)
+        let text = try s.run(["run"])
+        #expect(text.status == 1, "\(text.diagnostics)")
+        let out = text.stdout.split(separator: "\n").map(String.init)
+        #expect(!text.stdout.contains("again in") && !out.contains { $0.hasPrefix("retry ") }, "\(text.stdout)")
+        let held = out.filter { $0.hasPrefix("held    t/f") }
+        #expect(held.count >= 2, "the first wave's requests (up to 4) say held: \(text.stdout)")
+        #expect(held.allSatisfy { $0.contains("Couldn't connect to server; http://127.0.0.1:9 held until ") }, "\(held)")
+        #expect(out.last?.hasPrefix("run: 0 placed, 0 fresh (304), 0 failed, 20 held, 0 pruned, 0 paused; ") == true, "\(text.stdout)")
+        let failedLines = text.stderr.split(separator: "\n").filter { $0.hasPrefix("failed") }
+        #expect(failedLines.count == 1 && failedLines.first?.contains("20 resources held until") == true, "\(text.stderr)")
+
+        try FileManager.default.removeItem(at: s.cache)
+        let json = try s.runJSON()
+        #expect(json.status == 1, "\(json.diagnostics)")
+        let interim = json.events.filter { $0["type"] as? String == "failed" && $0["final"] as? Bool == false }
+        #expect(!interim.isEmpty && interim.allSatisfy {
+            $0["held"] as? Bool == true && $0["origin"] as? String == "http://127.0.0.1:9" && $0["until"] is String && $0["retry_in_s"] == nil
+        }, "\(interim)")
+        let summary = try #require(json.events.last { $0["type"] as? String == "summary" })
+        #expect(summary["failed"] as? Int == 0 && summary["held"] as? Int == 20 && summary["pruned"] as? Int == 0
+                && summary["exit"] as? Int == 1, "\(summary)")
+        #expect(json.events.filter { $0["type"] as? String == "held" }.count == 1)
+    }
+
     /// A 503 with Retry-After beyond what a run waits: one request, the origin held in
     /// state.db; `plan` shows the others `backoff` with the cause; a run before the hold ends
     /// asks nothing; one after it probes once, and the answer lets the rest through. A

@@ -95,6 +95,43 @@ struct InstallScriptTests {
         #expect(cache.uid == uid && cache.gid == gid && cache.mode == 0o755)
     }
 
+    /// The ACL of `path` as `getfacl -cpn` prints it, one entry a line.
+    static func acl(_ path: String) throws -> [String] {
+        let result = try BinaryRunner.run(["-cpn", path], executable: URL(fileURLWithPath: "/usr/bin/getfacl"))
+        return result.stdout.split(separator: "\n").map(String.init)
+    }
+
+    /// SPEC §6: Debian's node_exporter textfile folder (root:root 0755) writable for the
+    /// prefetch group through an ACL entry (naming its gid in the root's own group file), the
+    /// folder's owner and base entries unchanged; never through a symlink put in its place
+    /// (its parent is the prometheus user's); `--uninstall` leaves the folder as it was.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setfacl"), "needs setfacl and getfacl (acl)"))
+    func nodeExportersFolderGetsAnACLEntry() throws {
+        let root = try Self.scratchRoot()
+        let folder = root.file("var/lib/prometheus/node-exporter")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        chmod(folder, 0o755)
+        let base = ["user::rwx", "group::r-x", "other::r-x"]
+        #expect(try Self.acl(folder) == base)
+        #expect(try Self.install(root).status == 0)
+        let gid = try #require(try Self.text(root, "etc/group").split(separator: "\n").first { $0.hasPrefix("prefetch:") }?
+            .split(separator: ":")[2])
+        #expect(try Self.acl(folder) == ["user::rwx", "group::r-x", "group:\(gid):rwx", "mask::rwx", "other::r-x"])
+        #expect(Self.owner(folder).uid == 0 && Self.owner(folder).gid == 0)
+        #expect(try Self.install(root, ["--uninstall"]).status == 0)
+        #expect(try Self.acl(folder) == base && Self.owner(folder).mode == 0o755, "the folder is not as it was")
+
+        // A symlink in the folder's place: its target gets nothing.
+        let other = try Self.scratchRoot()
+        let target = other.file("elsewhere")
+        try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
+        chmod(target, 0o755)
+        try FileManager.default.createDirectory(atPath: other.file("var/lib/prometheus"), withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: other.file("var/lib/prometheus/node-exporter"), withDestinationPath: target)
+        #expect(try Self.install(other).status == 0)
+        #expect(try Self.acl(target) == base, "followed a symlink")
+    }
+
     @Test func aSecondRunKeepsWhatTheAdminMade() throws {
         let root = try Self.scratchRoot()
         #expect(try Self.install(root).status == 0)
@@ -124,7 +161,7 @@ struct InstallScriptTests {
 
         let result = try Self.install(root, ["--uninstall"])
         #expect(result.status == 0, "\(result.diagnostics)")
-        let gone = ["usr/local/bin/prefetch", "usr/local/share/man/man1/prefetch.1.gz",
+        let gone = ["usr/local/bin/prefetch", "usr/local/share/man/man1/prefetch.1.gz", "usr/local/lib/tmpfiles.d/prefetch.conf",
                     "usr/local/share/bash-completion/completions/prefetch",
                     "etc/systemd/system/timers.target.wants/prefetch-run.timer"] + Self.units.map { "etc/systemd/system/\($0)" }
         for path in gone {

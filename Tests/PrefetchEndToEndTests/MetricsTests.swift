@@ -68,14 +68,50 @@ import PrefetchCore
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["prefetch.prom"], "no temporary file left")
     }
 
-    /// A metrics file that cannot be written is a warning: the run itself went well.
-    @Test func aMetricsFileThatCannotBeWrittenIsAWarning() throws {
+    /// SPEC §6 (changed by issue 19, where this was a warning and exit 0): a metrics file
+    /// that cannot be written is an error of the pass — `run` exits 1 and says so, the files
+    /// are placed all the same; `--json`'s summary says exit 1.
+    @Test func aMetricsFileThatCannotBeWrittenFailsTheRun() throws {
         let s = try FaultHarness()
         s.origin.serve("/a.bin", OriginResource(Self.a, etag: "\"a\""))
         try s.feed("resources:\n  - url: ORIGIN/a.bin\n")
         let run = try s.run(["run", "--metrics-file", "/nonexistent/folder/prefetch.prom"])
-        #expect(run.status == 0 && s.digest("t/a.bin") == FaultTests.sha(Self.a))
-        #expect(run.stderr.contains("prefetch: warning: cannot write the metrics (/nonexistent/folder/prefetch.prom): "), "\(run.stderr)")
+        #expect(run.status == 1 && s.digest("t/a.bin") == FaultTests.sha(Self.a), "\(run.diagnostics)")
+        #expect(run.stderr.contains("prefetch: error: cannot write the metrics file /nonexistent/folder/prefetch.prom: "), "\(run.stderr)")
+        let json = try s.run(["run", "--json", "--metrics-file", "/nonexistent/folder/prefetch.prom"])
+        #expect(json.status == 1 && json.events.last?["type"] as? String == "summary" && json.events.last?["exit"] as? Int == 1,
+                "\(json.diagnostics)")
+        // Once it can be written, the run is a success again.
+        #expect(try s.run(["run", "--metrics-file", s.dir.file("prefetch.prom")]).status == 0)
+    }
+
+    /// The daemon: each pass that cannot write the metrics file says so in its log and in
+    /// systemd's STATUS= (SPEC §6); a pass that writes it clears the status.
+    @Test func theDaemonSaysEachPassThatTheMetricsFileCannotBeWritten() throws {
+        let s = try FaultHarness()
+        s.origin.serve("/a.bin", OriginResource(Self.a, etag: "\"a\""))
+        try s.feed("refresh: 1h\nresources:\n  - url: ORIGIN/a.bin\n")
+        try s.dir.write("config.yaml", "metrics_file: textfile/prefetch.prom\n")  // no such folder yet
+        let listener = try NotifyListener(s.dir.file("notify"))
+        defer { listener.close() }
+        let (daemon, log) = try s.startDaemon(config: s.dir.file("config.yaml"), environment: ["NOTIFY_SOCKET": listener.name])
+        defer { if daemon.isRunning { daemon.terminate(); daemon.waitUntilExit() } }
+        let error = "error: cannot write the metrics file \(s.dir.file("textfile/prefetch.prom")): "
+        #expect(listener.waitFor(20) { $0.hasPrefix("STATUS=idle") && $0.contains(" · " + error) } != nil, "\(listener.messages)")
+        kill(daemon.processIdentifier, SIGUSR1)  // a second pass: said again
+        var logged = ""
+        for _ in 0..<400 where logged.components(separatedBy: "prefetch: " + error).count < 3 {
+            Thread.sleep(forTimeInterval: 0.05)
+            logged = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        }
+        #expect(logged.components(separatedBy: "prefetch: " + error).count == 3, "two passes, two errors: \(logged)")
+        // The folder appears: the next pass writes the file, and the status no longer says it.
+        try FileManager.default.createDirectory(at: s.dir.url.appendingPathComponent("textfile"), withIntermediateDirectories: true)
+        let before = listener.messages.count
+        kill(daemon.processIdentifier, SIGUSR1)
+        #expect(listener.waitFor(20) { line in listener.messages.count > before && line.hasPrefix("STATUS=idle") && !line.contains("error") }
+                != nil, "\(listener.messages)")
+        #expect(FileManager.default.fileExists(atPath: s.dir.file("textfile/prefetch.prom")))
     }
 
     /// The daemon writes the file after its first pass too.

@@ -82,6 +82,46 @@ import PrefetchCore
         #expect(s.dir.listing().filter { $0.contains(".prefetch-index.json.") }.isEmpty)
     }
 
+    /// Issue 19: the run's own prune removed `b.bin` and `c.bin`, which the manifest no longer
+    /// lists, and the index still listed both (a prune removal named no resource, so the feed
+    /// did not count as changed). Now the run that prunes rewrites the index, for a plain
+    /// feed and a `consistency: release` one (whose live generation the prune works on when
+    /// no release is staged); and `gc` rewrites an index that lists a file the feed's folder
+    /// no longer holds (one an earlier version left behind), even when it removes nothing.
+    @Test(arguments: ["", "consistency: release\n"])
+    func theRunsOwnPruneLeavesTheIndex(consistency: String) throws {
+        let s = try FaultHarness()
+        let c = FaultTests.bytes(3000, seed: 502)
+        s.origin.serve("/a.bin", OriginResource(Self.a, etag: "\"a\""))
+        s.origin.serve("/b.bin", OriginResource(Self.b, etag: "\"b\""))
+        s.origin.serve("/c.bin", OriginResource(c, etag: "\"c\""))
+        let header = "refresh: 1h\nprune: true\n" + consistency + "resources:\n  - url: ORIGIN/a.bin\n"
+        try s.feed(header + "  - url: ORIGIN/b.bin\n  - url: ORIGIN/c.bin\n")
+        #expect(try s.runJSON().status == 0)
+        #expect(Set(Self.files(try Self.index(s)).keys) == ["a.bin", "b.bin", "c.bin"])
+        let stale = try Data(contentsOf: s.cache.appendingPathComponent("t/.prefetch-index.json"))
+        // The manifest drops b and c; a is fresh (nothing is transferred): the run prunes them.
+        try s.feed(header)
+        let run = try s.run(["run"], environment: ["PREFETCH_CLOCK_OFFSET": "+10m"])
+        #expect(run.status == 0, "\(run.diagnostics)")
+        #expect(!s.exists("t/b.bin") && !s.exists("t/c.bin") && s.cached("t/a.bin") == Self.a)
+        var index = try Self.index(s)
+        #expect(Set(Self.files(index).keys) == ["a.bin"], "the index lists pruned files: \(index)")
+        #expect(Self.missing(index).isEmpty && index["complete"] as? Bool == true, "\(index)")
+        // An index that still lists them (as an earlier version left it): `gc` rewrites it.
+        try stale.write(to: s.cache.appendingPathComponent("t/.prefetch-index.json"))
+        let gc = try s.run(["gc"])
+        #expect(gc.status == 0 && gc.stdout.contains("gc: 0 files removed"), "\(gc.diagnostics)")
+        index = try Self.index(s)
+        #expect(Set(Self.files(index).keys) == ["a.bin"], "gc left a stale index: \(index)")
+        // A current index is left alone by a `gc` that removes nothing (same inode).
+        let path = s.cache.appendingPathComponent("t/.prefetch-index.json").path
+        var before = Glibc.stat(), after = Glibc.stat()
+        #expect(lstat(path, &before) == 0)
+        #expect(try s.run(["gc"]).status == 0)
+        #expect(lstat(path, &after) == 0 && after.st_ino == before.st_ino)
+    }
+
     /// `gc` with `prune: true` never removes the index, and rewrites it when it removed a
     /// file of the feed; a manifest path may not start with `.prefetch`.
     @Test func gcKeepsTheIndexAndAPathMayNotClaimIt() throws {

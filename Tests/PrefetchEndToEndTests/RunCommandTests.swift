@@ -43,7 +43,7 @@ import PrefetchCore
         #expect(setup.stat("t/deep/er").map { $0.st_mode & 0o777 } == 0o755)
         #expect(setup.partials.isEmpty)
         #expect(!result.stdout.contains("TOPSECRET") && !result.stderr.contains("TOPSECRET"))
-        #expect(result.stdout.contains("run: 3 placed, 0 fresh (304), 0 failed, 0 paused"))
+        #expect(result.stdout.contains("run: 3 placed, 0 fresh (304), 0 failed, 0 held, 0 pruned, 0 paused"))
         // Every request asked for the stored bytes, not a compressed form (FAULTS 15).
         #expect(setup.origin.log().allSatisfy { $0.contains("ae=[identity]") })
         // The plan now says fresh; state.db keeps no query value.
@@ -422,6 +422,40 @@ import PrefetchCore
         #expect(requests.count == 6)
         #expect(requests.allSatisfy { $0.contains("proto=HTTP/2.0") }, "\(requests)")
         for i in 0..<6 { #expect(setup.cached("t/h\(i).bin").map(Self.sha) == files["h\(i).bin"].map(Self.sha)) }
+    }
+
+    /// SPEC §7, the run summary: `run:`'s last line counts placed, fresh (304), failed, held
+    /// (resources held with their origins), pruned (what the pass's clean-up removed) and
+    /// paused; the `--json` summary carries the same figures (`held`, `pruned` added to the
+    /// fields it always had). Before, it said nothing of pruned files and counted held
+    /// resources as one failure.
+    @Test(arguments: [false, true]) func theSummaryCountsEveryOutcome(json: Bool) throws {
+        let s = try FaultHarness()
+        s.origin.serve("/a.bin", OriginResource(Self.random(1000, seed: 90), etag: "\"a\""))
+        s.origin.serve("/b.bin", OriginResource(Self.random(1000, seed: 91), etag: "\"b1\""))
+        let feed = "refresh: 1h\nprune: true\nretry: { attempts: 1, backoff: 1s }\nresources:\n  - url: ORIGIN/a.bin\n  - url: ORIGIN/b.bin\n"
+        try s.feed(feed)
+        #expect(try s.run().status == 0)
+        // A release later: a answers 304, b changed, c is gone; two unlisted files are pruned;
+        // three resources of another feed wait on an origin that refuses connections.
+        s.origin.serve("/b.bin", OriginResource(Self.random(1000, seed: 92), etag: "\"b2\""))
+        try s.feed(feed + "  - url: ORIGIN/c.bin\n")
+        try s.dir.write("cache/t/old-1.bin", "x")
+        try s.dir.write("cache/t/sub/old-2.bin", "y")
+        try s.feed("retry: { attempts: 1, backoff: 1s }\nresources:\n" + (0..<3).map { "  - url: http://127.0.0.1:9/d\($0).bin\n" }.joined(),
+                   name: "dead")
+        let run = try s.run(json ? ["run", "--json"] : ["run"], environment: ["PREFETCH_CLOCK_OFFSET": "+2h"])
+        #expect(run.status == 1, "\(run.diagnostics)")
+        #expect(!s.exists("t/old-1.bin") && !s.exists("t/sub/old-2.bin"))
+        if json {
+            let summary = try #require(run.events.last, "\(run.diagnostics)")
+            #expect(summary["type"] as? String == "summary" && summary["placed"] as? Int == 1 && summary["fresh"] as? Int == 1
+                    && summary["failed"] as? Int == 1 && summary["held"] as? Int == 3 && summary["pruned"] as? Int == 2
+                    && summary["paused"] as? Int == 0 && summary["exit"] as? Int == 1, "\(summary)")
+        } else {
+            let last = run.stdout.split(separator: "\n").last.map(String.init) ?? ""
+            #expect(last.hasPrefix("run: 1 placed, 1 fresh (304), 1 failed, 3 held, 2 pruned, 0 paused; "), "\(run.diagnostics)")
+        }
     }
 
     /// On a terminal (a pty from `script`): live bars with bytes, rate and ETA, redrawn in

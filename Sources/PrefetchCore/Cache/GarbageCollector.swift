@@ -17,6 +17,9 @@ public enum GarbageCollector {
         public var reason: String
         /// The resource it belonged to, when it was one.
         public var key: ResourceKey?
+        /// The feed from whose folder (or live generation) it goes, whether or not a listed
+        /// resource: that feed's reader index must say so (SPEC §6). Nil for a partial.
+        public var feed: String?
         /// The resource whose copy in the live generation it is, beside a staged release
         /// (SPEC §6): the live index must say it went.
         public var liveOf: ResourceKey?
@@ -84,7 +87,7 @@ public enum GarbageCollector {
             above.append((parent, String(name), opened))
             parent = opened
         }
-        return Removal(path: name + "/" + path, reason: "expired", key: ResourceKey(feed: feed.name, path: path),
+        return Removal(path: name + "/" + path, reason: "expired", key: ResourceKey(feed: feed.name, path: path), feed: feed.name,
                        folder: folder, name: leaf, above: above)
     }
 
@@ -107,7 +110,7 @@ public enum GarbageCollector {
                     walk(sub, child, &above)
                     above.removeLast()
                 } else if !listed.contains(child) {
-                    removals.append(Removal(path: feed + "/" + child, reason: "no longer listed", key: nil,
+                    removals.append(Removal(path: feed + "/" + child, reason: "no longer listed", key: nil, feed: feed,
                                             folder: folder, name: entry.name, above: above))
                 }
             }
@@ -136,9 +139,17 @@ public enum GarbageCollector {
                 continue
             }
             removals.append(Removal(path: CacheLayout.metaEntry(CacheLayout.partials) + "/" + entry.name, reason: reason, key: nil,
-                                    folder: partials, name: entry.name, above: []))
+                                    feed: nil, folder: partials, name: entry.name, above: []))
         }
         return removals
+    }
+
+    /// How many of `removals` were files of the feeds (expired, or no longer listed) that
+    /// went: what the run's summary calls pruned. Partials do not count, nor the live
+    /// generation's copy of a file that also left the release being staged (one file).
+    public static func filesRemoved(_ removals: [Removal], failed: [(Removal, Errno)]) -> Int {
+        let kept = Set(failed.map { $0.0.path })
+        return removals.reduce(0) { $0 + ($1.feed != nil && $1.liveOf == nil && !kept.contains($1.path) ? 1 : 0) }
     }
 
     /// Removes what `collect` found, each in the folder it was found in, then the folders

@@ -69,7 +69,7 @@ enum DaemonCommand {
                 wake = outcome.wake
                 _ = deliverSignals()  // remembered by the machine until the pass's end, just told
                 action = machine.handle(.passEnded(nextWakeup: outcome.nextWakeup, at: settings.now()))
-                if case .sleep = action { notifier.tell(.passEnded(nextWakeup: outcome.nextWakeup)) }
+                if case .sleep = action { notifier.tell(.passEnded(nextWakeup: outcome.nextWakeup, error: outcome.metricsError)) }
             case .reloadFeeds:
                 notifier.tell(.reloading)
                 let loaded = FeedLoader.load([config.feeds], config: config)

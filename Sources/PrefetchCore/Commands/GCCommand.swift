@@ -48,10 +48,11 @@ enum GCCommand {
                 }
             }
             IndexWriter.withdraw(removals, feeds: feeds, cache: cache, now: now, console: context.console)
-            // The reader index of every feed that lost files.
-            let changed = Set(removals.map { String($0.path.prefix { $0 != "/" }) })
+            // The reader index of every feed that lost files, and of one whose index lists
+            // files its folder does not hold (or misses some it does).
+            let cached = CacheListing.present(feeds, in: cache)
+            let changed = Set(removals.compactMap(\.feed)).union(IndexWriter.stale(feeds, cache: cache, cached: cached))
             if !changed.isEmpty, let state = session?.state, let snapshot = try? state.snapshot() {
-                let cached = CacheListing.present(feeds, in: cache)
                 let plan = Planner.plan(PlanInput(feeds: feeds, state: snapshot, cached: cached,
                                                   conditions: ConditionProbes(environment: settings.environment).snapshot(config: config, cache: config.cache), now: now,
                                                   machineID: settings.machineID))

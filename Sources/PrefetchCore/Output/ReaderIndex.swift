@@ -111,6 +111,13 @@ enum ReaderIndex {
         return [UInt8](data) + [UInt8(ascii: "\n")]
     }
 
+    /// The paths an index's `files` lists; nil when `index` is not an index.
+    static func filePaths(_ index: [UInt8]) -> Set<String>? {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(index))) as? [String: Any],
+              let files = object["files"] as? [[String: Any]] else { return nil }
+        return Set(files.compactMap { $0["path"] as? String })
+    }
+
     /// JSON as bytes: objects of fields, in lists.
     private struct Writer {
         var bytes: [UInt8] = []

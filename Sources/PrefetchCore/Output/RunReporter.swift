@@ -48,7 +48,7 @@ final class RunReporter {
         case .plain, .terminal: text(event)
         }
         switch event {
-        case .paused, .retrying, .failed, .stateError, .held: flush()  // rare, and worth seeing at once
+        case .paused, .retrying, .heldWithOrigin, .failed, .stateError, .held: flush()  // rare, and worth seeing at once
         case .started, .progress, .placed, .fresh: break
         }
     }
@@ -83,6 +83,11 @@ final class RunReporter {
             key("paused", k); line.add("reason", reason); line.add("offset", offset)
         case .retrying(let k, let message, let after):
             key("failed", k); line.add("error", message); line.add("retry_in_s", after); line.add("final", false)
+        case .heldWithOrigin(let k, let message, let origin, let until, let after):
+            // Not a retry of its own: the origin's hold decides (its probe, or the `held` line).
+            key("failed", k); line.add("error", message); line.add("held", true); line.add("origin", origin)
+            line.add("until", TimeFormat.rfc3339(until, clock: ZoneClock(TimeZone(identifier: "UTC")!))); line.add("held_s", after)
+            line.add("final", false)
         case .failed(let k, let message, let retryAt, _):
             key("failed", k); line.add("error", message); line.add("retry_at", retryAt.map { TimeFormat.rfc3339($0, clock: ZoneClock(TimeZone(identifier: "UTC")!)) })
             line.add("final", true)
@@ -120,7 +125,8 @@ final class RunReporter {
 
     private func text(_ event: RunEvent) {
         switch event {  // a transfer that ended leaves the bars at once, not at the next progress tick
-        case .placed(let k, _, _, _, _), .fresh(let k), .paused(let k, _, _), .retrying(let k, _, _), .failed(let k, _, _, _):
+        case .placed(let k, _, _, _, _), .fresh(let k), .paused(let k, _, _), .retrying(let k, _, _), .failed(let k, _, _, _),
+             .heldWithOrigin(let k, _, _, _, _):
             lastProgress.removeAll { $0.key == k }
         case .started, .progress, .stateError, .held: break
         }
@@ -148,18 +154,32 @@ final class RunReporter {
             log("paused  \(name(k))  \(reason), \(ByteSize.format(offset)) kept for resume")
         case .retrying(let k, let message, let after):
             log("retry   \(name(k))  \(message); again in \(after)s")
-        case .failed(_, _, _, .some):
-            return  // the origin's `held` line speaks for it: one line per origin, not per resource
+        case .heldWithOrigin(let k, let message, let origin, let until, _):
+            log("held    \(name(k))  \(message); \(origin) held until " + TimeFormat.local(until, clock: ZoneClock(TimeZone.current), withUTC: false))
+        case .failed(let k, let message, let retryAt, let origin?):
+            // The origin's `held` line speaks for it (one line per origin, not per resource),
+            // unless an answer ended that hold before the run did: then it is said at the end.
+            heldFailures[origin, default: []].append((k, message, retryAt))
+            return
         case .failed(let k, let message, let retryAt, nil):
-            var text = "failed  \(name(k))  \(message)"
-            if let retryAt { text += "; retry after " + TimeFormat.local(retryAt, clock: ZoneClock(TimeZone.current), withUTC: false) }
-            log(text, error: true)
+            failedLine(k, message, retryAt)
         case .stateError(let message):
             log("prefetch: error: \(message)", error: true)
         case .held(let origin, let reason, let until, let resources):
+            heldFailures[origin] = nil
             log("failed  \(origin)  \(reason); \(resources) resource\(resources == 1 ? "" : "s") held until "
                 + TimeFormat.local(until, clock: ZoneClock(TimeZone.current), withUTC: false), error: true)
         }
+    }
+
+    /// Failures whose origin's `held` line was to speak for them, by origin (text only).
+    private var heldFailures: [String: [(ResourceKey, String, Instant?)]] = [:]
+
+    /// The failed line of each resource whose origin's hold an answer ended before the run did.
+    private func failedLine(_ key: ResourceKey, _ message: String, _ retryAt: Instant?) {
+        var text = "failed  \(name(key))  \(message)"
+        if let retryAt { text += "; retry after " + TimeFormat.local(retryAt, clock: ZoneClock(TimeZone.current), withUTC: false) }
+        log(text, error: true)
     }
 
     /// A log line above the progress block (errors to stderr; `--quiet` keeps only those).
@@ -267,22 +287,32 @@ final class RunReporter {
         return text
     }
 
+    /// The pass's last line (SPEC §7): placed, fresh (304), failed, held (resources held with
+    /// their origins), pruned and paused; in JSON the same figures (`held` and `pruned` after
+    /// the fields it always had).
     func summary(_ summary: EngineSummary, seconds: Double, exit: ExitCode, notDue: Int) {
+        for (_, failures) in heldFailures.sorted(by: { $0.key < $1.key }) {
+            for (key, message, retryAt) in failures { failedLine(key, message, retryAt) }
+        }
+        heldFailures = [:]
         flush()
         clearBlock()
-        if silentWhenIdle, summary.placed + summary.fresh + summary.failed + summary.paused == 0, !summary.diskFull { return }
+        if silentWhenIdle, summary.placed + summary.fresh + summary.failed + summary.held + summary.pruned + summary.paused == 0,
+           !summary.diskFull { return }
         if mode == .json {
             var line = JSONObject()
             line.add("type", "summary")
             line.add("placed", Int64(summary.placed)); line.add("fresh", Int64(summary.fresh))
-            line.add("failed", Int64(summary.failed)); line.add("paused", Int64(summary.paused))
+            line.add("failed", Int64(summary.failedAlone)); line.add("paused", Int64(summary.paused))
             line.add("not_due", Int64(notDue)); line.add("bytes", summary.bodyBytes); line.add("seconds", seconds)
             line.add("disk_full", summary.diskFull); line.add("exit", Int64(exit.rawValue))
+            line.add("held", Int64(summary.held)); line.add("pruned", Int64(summary.pruned))
             console.out(line.line + "\n")
             return
         }
-        if quiet && summary.failed == 0 && !summary.diskFull { return }
-        var text = "run: \(summary.placed) placed, \(summary.fresh) fresh (304), \(summary.failed) failed, \(summary.paused) paused"
+        if quiet && summary.failed == 0 && summary.held == 0 && !summary.diskFull { return }
+        var text = "run: \(summary.placed) placed, \(summary.fresh) fresh (304), \(summary.failedAlone) failed, \(summary.held) held, "
+            + "\(summary.pruned) pruned, \(summary.paused) paused"
         text += "; \(ByteSize.format(summary.bodyBytes)) in \(DecimalText.oneDecimal(seconds))s"
         if notDue > 0 { text += "; \(notDue) not due now (see prefetch plan)" }
         console.out(text + "\n")

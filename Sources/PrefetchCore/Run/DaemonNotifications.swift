@@ -23,8 +23,9 @@ struct DaemonNotifications: Sendable {
         case passStarted
         /// A transfer event of the running pass.
         case transfer(RunEvent)
-        /// The pass ended; the plan's next wake-up.
-        case passEnded(nextWakeup: Instant?)
+        /// The pass ended; the plan's next wake-up, and an error of the pass that the status
+        /// keeps saying until a pass without it (the metrics file could not be written).
+        case passEnded(nextWakeup: Instant?, error: String? = nil)
         /// Idle again after verifying: the last pass's line once more.
         case idleAgain
         case reloading
@@ -46,6 +47,7 @@ struct DaemonNotifications: Sendable {
     private var stopping = false
     private var pass = PassFigures()
     private var nextWakeup: Instant?
+    private var passError: String?
     /// The files of the last transfer line sent, to tell a new set from new figures.
     private var lastTransferring: [ResourceKey] = []
 
@@ -76,8 +78,9 @@ struct DaemonNotifications: Sendable {
             lines += status("running a pass", at: monotonic)
         case .transfer(let runEvent):
             lines += transfer(runEvent, at: monotonic)
-        case .passEnded(let next):
+        case .passEnded(let next, let error):
             nextWakeup = next
+            passError = error
             lines += status(idleLine, at: monotonic)
         case .idleAgain:
             lines += status(idleLine, at: monotonic)
@@ -126,7 +129,7 @@ struct DaemonNotifications: Sendable {
         case .failed(_, _, _, let origin): if origin == nil { pass.failed += 1 }
         case .held(_, _, _, let resources): pass.held += resources
         case .progress(let transfers): pass.transferring = transfers
-        case .started, .retrying, .stateError: return []
+        case .started, .retrying, .heldWithOrigin, .stateError: return []
         }
         switch event {  // one that ended leaves the line at once, not at the next progress
         case .placed(let key, _, _, _, _), .fresh(let key), .paused(let key, _, _), .failed(let key, _, _, _):
@@ -143,7 +146,7 @@ struct DaemonNotifications: Sendable {
 
     private var idleLine: String {
         Self.idleLine(next: nextWakeup, placed: pass.placed, fresh: pass.fresh, failed: pass.failed, paused: pass.paused, held: pass.held,
-                      clock: clock)
+                      clock: clock) + (passError.map { " · error: " + $0 } ?? "")
     }
 
     /// `transferring 3: lobby/intro.mp4 225MiB of 700MiB (32%), 4MiB/s, ETA 2m; lobby/a.png connecting; 1 more · 2 placed, 0 fresh, 0 failed`

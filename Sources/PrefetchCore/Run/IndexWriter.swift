@@ -14,6 +14,20 @@ enum IndexWriter {
         }
     }
 
+    /// The feeds whose index (as the writer sees it) lists other files than the feed's folder
+    /// holds of its listed resources (`cached`), or is not an index: one a crash or an
+    /// earlier version left behind, which `gc` rewrites although it removed nothing. A feed
+    /// without an index is not one (the next pass writes it).
+    static func stale(_ feeds: [Feed], cache: CacheFolder, cached: Set<ResourceKey>) -> Set<String> {
+        var stale = Set<String>()
+        for feed in feeds {
+            guard let bytes = cache.readIndex(feed: feed.name, view: .writer) else { continue }
+            let present = Set(feed.resources.lazy.map(\.path).filter { cached.contains(ResourceKey(feed: feed.name, path: $0)) })
+            if ReaderIndex.filePaths(bytes) != present { stale.insert(feed.name) }
+        }
+        return stale
+    }
+
     /// Corrects the live generation's index of a `consistency: release` feed from which
     /// `withdrawn` went while a release is staged beside it (`verify`, an expiry).
     static func withdraw(_ withdrawn: [(path: String, state: String, reason: String)], feed: Feed, cache: CacheFolder, now: Instant,

@@ -4,11 +4,19 @@ import Foundation
 /// feed's figures from a plan made now, state.db's counters (which never go back) and
 /// held origins, then `Metrics.render`, written atomically beside the file under a hidden
 /// temporary name that does not end in `.prom` (node_exporter's textfile collector reads
-/// only `*.prom`). A failure to write is a warning: the pass itself went well.
+/// only `*.prom`). A file that cannot be written is an error of the pass (SPEC §6: `run`
+/// exits 1, the daemon's status and log say so each pass): monitoring that silently
+/// stopped is worse than none.
 enum MetricsWriter {
+    /// Writes the file; the error, said on stderr, when it could not be.
     /// `conditions`: the pass's last readings (the plan's next wake-ups depend on them).
     static func write(to path: String, feeds: [Feed], cache: CacheFolder, state: StateStore, settings: Settings, now: Instant,
-                      conditions: ConditionSnapshot, passSeconds: Double, console: Console) {
+                      conditions: ConditionSnapshot, passSeconds: Double, console: Console) -> String? {
+        func failed(_ reason: String) -> String {
+            let message = "cannot write the metrics file \(path): \(reason)"
+            console.err("prefetch: error: \(message)\n")
+            return message
+        }
         let snapshot: StateSnapshot
         let counts: [String: [String: UInt64]]
         let everHeld: [String]
@@ -17,8 +25,7 @@ enum MetricsWriter {
             counts = try state.counts()
             everHeld = try state.originsEverHeld()
         } catch {
-            console.err("prefetch: warning: cannot write the metrics (\(path)): cannot read \(state.path): \(error)\n")
-            return
+            return failed("cannot read \(state.path): \(error)")
         }
         let cached = CacheListing.present(feeds, in: cache)
         let machineID = settings.machineID?.usableValue
@@ -48,8 +55,9 @@ enum MetricsWriter {
         let folder = (path as NSString).deletingLastPathComponent
         let temporary = (folder.isEmpty ? "" : folder + "/") + "." + (path as NSString).lastPathComponent + ".tmp"
         if case .failure(let error) = FileSystem.replaceFile(path, with: Array(text.utf8), temporary: temporary) {
-            console.err("prefetch: warning: cannot write the metrics (\(path)): \(error)\n")
+            return failed("\(error)")
         }
+        return nil
     }
 
     /// A pass's transfers as state.db's counters: `transfers_<result>` and `body_bytes`.

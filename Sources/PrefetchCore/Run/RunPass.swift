@@ -23,10 +23,13 @@ struct RunPass {
     /// least this often: no clock says when it holds again.
     static let recheckSeconds: Int64 = 60
 
-    /// How a pass ended, and when there is next something to do.
+    /// How a pass ended, and when there is next something to do; `metricsError`: why the
+    /// metrics file could not be written (the daemon's status says so).
     struct Outcome {
         let exit: ExitCode
         let nextWakeup: Instant?
+        /// Why the metrics file could not be written (the daemon's status says so).
+        var metricsError: String? = nil
         /// What changes of the readings unblock work left waiting (with `wantsNextWakeup`).
         var wake: ConditionWake? = nil
     }
@@ -112,7 +115,7 @@ struct RunPass {
                                     threads: settings.transferThreads, bootID: settings.bootID, faults: settings.faults,
                                     metered: lastProbe.metered, meteredUsedToday: meteredUsedToday, clock: clock, onEvent: reporter.handle)
         let timings = Dictionary(feeds.map { ($0.name, FeedTiming($0, machineID: machineID?.usableValue)) }, uniquingKeysWith: { a, _ in a })
-        let summary = engine.run(jobs, holds: snapshot.originHolds, pauseReason: { feed in
+        var summary = engine.run(jobs, holds: snapshot.originHolds, pauseReason: { feed in
             let now = clock()
             if let timing = timings[feed.name], timing.openInterval(at: now) == nil { return "window closed" }
             return Self.conditionLost(feed.conditions, held.update(with: conditions()))
@@ -160,12 +163,15 @@ struct RunPass {
         }
         if !stopRequested() {
             let removals = GarbageCollector.collect(feeds: feeds, cache: cache, now: clock(), partialsOf: allFeeds)
-            for (removal, error) in GarbageCollector.apply(removals) {
+            let kept = GarbageCollector.apply(removals)
+            for (removal, error) in kept {
                 console.err("prefetch: warning: cannot remove \(removal.path): \(error)\n")
             }
+            summary.pruned = GarbageCollector.filesRemoved(removals, failed: kept)
             for removal in removals { if let key = removal.key { recordState { try state.deleteResource(key) } } }
             IndexWriter.withdraw(removals, feeds: feeds, cache: cache, now: clock(), console: console)
-            changed.formUnion(removals.compactMap { $0.key?.feed })
+            // Every feed that lost a file, listed or not (a prune's removal names no resource).
+            changed.formUnion(removals.compactMap(\.feed))
             if !removals.isEmpty { planAfter = nil }  // files went: plan again
             let gone = FeedRemoval.apply(listed: allFeeds, cache: cache, state: state, now: clock(), grace: settings.config.removedFeedGrace,
                                          dryRun: false)
@@ -193,15 +199,17 @@ struct RunPass {
         for (feed, tally) in summary.byFeed.sorted(by: { $0.key < $1.key }) {
             recordState { try state.addCounts(feed: feed, MetricsWriter.counts(tally)) }
         }
+        var metricsError: String?
         if let metricsFile = settings.metricsFile {
-            MetricsWriter.write(to: metricsFile, feeds: allFeeds, cache: cache, state: state, settings: settings, now: clock(),
-                                conditions: conditions(), passSeconds: Date().timeIntervalSince(started), console: console)
+            metricsError = MetricsWriter.write(to: metricsFile, feeds: allFeeds, cache: cache, state: state, settings: settings, now: clock(),
+                                               conditions: conditions(), passSeconds: Date().timeIntervalSince(started), console: console)
         }
         if summary.diskFull { console.err("prefetch: error: disk full: transfers paused; partial data kept for resume\n") }
-        let exit: ExitCode = summary.failed > 0 || summary.diskFull || !switched ? .failure : .success
+        // SPEC §5's exit rule: a metrics file that could not be written fails the pass (§6).
+        let exit: ExitCode = summary.failed > 0 || summary.diskFull || !switched || metricsError != nil ? .failure : .success
         let notDue = plan.feeds.reduce(0) { $0 + $1.items.filter { $0.status != .due && $0.status != .fresh }.count }
         reporter.summary(summary, seconds: seconds, exit: exit, notDue: notDue)
-        return Outcome(exit: exit, nextWakeup: nextWakeup, wake: wake)
+        return Outcome(exit: exit, nextWakeup: nextWakeup, metricsError: metricsError, wake: wake)
     }
 
 

@@ -1,8 +1,8 @@
 import Foundation
 
 /// A large body on its way into the partial: gathered into 512 KiB buffers, each written
-/// when full; with `hashing`, each written buffer is then hashed on a serial queue of its
-/// own, so hashing overlaps receiving.
+/// when full; with `hashing`, each written buffer is then hashed in order on a lane of its
+/// own of the run's hashing threads (`HashingThreads`), so hashing overlaps receiving.
 ///
 /// libcurl hands the body over 16 KiB at a time; gathering it turns 32 writes (and 32
 /// hand-offs to the hashing queue) into one of each. Buffers come from a shared pool and go
@@ -15,9 +15,8 @@ final class BodyWriter: @unchecked Sendable {
     /// Whether written buffers are hashed (a `sha256` to check).
     let hashing: Bool
     /// Made on first use: a body written without hashing needs neither.
-    private lazy var queue = givenQueue ?? DispatchQueue(label: "prefetch.sha256")
-    private let givenQueue: DispatchQueue?
-    private lazy var hasher = SHA256()  // touched only on `queue`
+    private lazy var lane = HashingThreads.Lane()
+    private lazy var hasher = SHA256()  // touched only by the lane's blocks, then by `finish` once they ran
 
     // The buffer being filled, and where its first byte goes in the file (engine's thread).
     private var current: UnsafeMutableRawPointer?
@@ -31,18 +30,16 @@ final class BodyWriter: @unchecked Sendable {
         let count: Int
     }
 
-    /// `queue`: where hashing runs (a test may pass one it holds suspended).
-    /// The run's buffers, and its hashing in flight.
+    /// The run's buffers, and its hashing threads.
     private let pool: BufferPool
 
     /// `body-write` (crash tests).
     private let faults: FaultPoints
 
-    init(pool: BufferPool, hashing: Bool = true, queue: DispatchQueue? = nil, faults: FaultPoints = .none) {
+    init(pool: BufferPool, hashing: Bool = true, faults: FaultPoints = .none) {
         self.pool = pool
         self.faults = faults
         self.hashing = hashing
-        givenQueue = queue
         pool.join()
     }
 
@@ -112,17 +109,16 @@ final class BodyWriter: @unchecked Sendable {
     }
 
     private func dispatch(_ chunk: Chunk) {
-        pool.queued.enter()
-        queue.async { [self, pool] in
+        pool.hashing.async(lane) { [self, pool] in
             hasher.update(UnsafeRawBufferPointer(start: chunk.pointer, count: chunk.count))
             pool.giveBack(chunk.pointer)
-            pool.queued.leave()
         }
     }
 
     /// The digest of everything hashed: call after the last `flush`.
     func finish() -> [UInt8] {
-        queue.sync { hasher.finish() }
+        pool.hashing.drain(lane)
+        return hasher.finish()
     }
 }
 
@@ -134,17 +130,17 @@ final class BodyWriter: @unchecked Sendable {
 /// writer exists and freed when the last one goes (a daemon keeps none between passes).
 final class BufferPool: @unchecked Sendable {
     static let bufferSize = 512 * 1024
-    /// Every writer's queued hashing, done or not.
-    fileprivate let queued = DispatchGroup()
+    /// Where every writer's hashing runs.
+    let hashing = HashingThreads()
 
-    /// Waits until no writer has hashing queued, or `deadline`; whether none has. A transfer
-    /// that fails drops its writer without waiting for the digest, and the blocks already
-    /// queued still run: the engine waits for them before it returns, so none is still
-    /// inside libcrypto when the process exits and OpenSSL's exit handler frees its tables
-    /// (that crashed a run with SIGSEGV).
+    /// Waits until no writer has hashing queued, or `seconds` pass; whether none has. A
+    /// transfer that fails drops its writer without waiting for the digest, and the blocks
+    /// already queued still run: the engine waits for them before it returns, so none is
+    /// still inside libcrypto when the process exits and OpenSSL's exit handler frees its
+    /// tables (that crashed a run with SIGSEGV).
     @discardableResult
-    func waitForHashing(until deadline: DispatchTime = .distantFuture) -> Bool {
-        queued.wait(timeout: deadline) == .success
+    func waitForHashing(seconds: Double = .infinity) -> Bool {
+        hashing.waitForAll(seconds: seconds)
     }
     private static let maxBuffers = 16
     private let condition = NSCondition()

@@ -380,14 +380,16 @@ final class EngineShard: @unchecked Sendable {
         var failure = failure
         let origin = failure.holdsOrigin.map { _ in job.resource.url.origin }
         var heldUntil: Instant?
+        var hold: OriginHold?
         if let origin, let cause = failure.holdsOrigin {
             // The whole origin is held (SPEC §6); this resource's retry is the probe, at the hold's end.
-            let (hold, wait, forTheRun) = board.holdOrigin(origin, cause: cause, retryAfter: failure.retryAfter, policy: job.feed.retry,
+            let (held, wait, forTheRun) = board.holdOrigin(origin, cause: cause, retryAfter: failure.retryAfter, policy: job.feed.retry,
                                                            startedAt: transfer.map { Instant($0.startedAt) } ?? now, now: now,
                                                            failed: job.key, using: &random)
-            ledger.originHeld(hold)
+            ledger.originHeld(held)
             failure.retryAfter = wait
-            if forTheRun { heldUntil = hold.until }
+            if forTheRun { heldUntil = held.until }
+            hold = held
         }
         let durable = transfer.flatMap { $0.syncedOffset > 0 ? $0.partialRecord(syncedOffset: $0.syncedOffset, at: now) : nil }
         var action = TransferStateMachine.afterFailure(failure, failures: job.failures, policy: job.feed.retry, durable: durable,
@@ -417,7 +419,12 @@ final class EngineShard: @unchecked Sendable {
                 again.partial = nil
             }
             board.retry(again)
-            board.emit(.retrying(job.key, message: failure.message, after: wait))
+            // A held origin's request: its retry is the hold's probe (SPEC §7), so it says held.
+            if let hold {
+                board.emit(.heldWithOrigin(job.key, message: failure.message, origin: hold.origin, until: hold.until, after: wait))
+            } else {
+                board.emit(.retrying(job.key, message: failure.message, after: wait))
+            }
             return
         }
         if let origin { board.holdForTheRun(origin) }  // no further probe in this run

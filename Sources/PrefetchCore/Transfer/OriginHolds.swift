@@ -113,8 +113,8 @@ struct OriginHolds {
     }
 
     /// The origins still held, each with the resources held with it.
-    func held() -> [(origin: String, reason: String, until: Instant, resources: Int)] {
+    func held() -> [(origin: String, reason: String, until: Instant, resources: Set<ResourceKey>)] {
         holds.filter { !$0.value.held.isEmpty }.sorted { $0.key < $1.key }
-            .map { (origin: $0.key, reason: $0.value.reason, until: $0.value.until, resources: $0.value.held.count) }
+            .map { (origin: $0.key, reason: $0.value.reason, until: $0.value.until, resources: $0.value.held) }
     }
 }

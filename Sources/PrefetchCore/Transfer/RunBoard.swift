@@ -206,7 +206,7 @@ final class RunBoard: @unchecked Sendable {
     }
 
     /// The origins held at the end of the run, each with the resources held with it.
-    func heldOrigins() -> [(origin: String, reason: String, until: Instant, resources: Int)] {
+    func heldOrigins() -> [(origin: String, reason: String, until: Instant, resources: Set<ResourceKey>)] {
         queueLock.lock()
         defer { queueLock.unlock() }
         return holds.held()
@@ -357,7 +357,8 @@ final class RunBoard: @unchecked Sendable {
         eventLock.lock()
         defer { eventLock.unlock() }
         switch event {  // a transfer that ended leaves the progress lines at once, not at its shard's next tick
-        case .placed(let key, _, _, _, _), .fresh(let key), .paused(let key, _, _), .retrying(let key, _, _), .failed(let key, _, _, _):
+        case .placed(let key, _, _, _, _), .fresh(let key), .paused(let key, _, _), .retrying(let key, _, _), .failed(let key, _, _, _),
+             .heldWithOrigin(let key, _, _, _, _):
             if progressByShard.count > 1 {
                 for shard in progressByShard.indices { progressByShard[shard].removeAll { $0.key == key } }
             }

@@ -11,6 +11,10 @@ enum RunEvent {
     case fresh(ResourceKey)
     case paused(ResourceKey, reason: String, offset: UInt64)
     case retrying(ResourceKey, message: String, after: Int64)
+    /// A request failed in a way that holds its origin (SPEC §6, §7), and the resource is not
+    /// given up in this run: what becomes of it is the hold's to say (its probe, at `until`,
+    /// or the origin's `held` line at the end), not a retry of its own `after` seconds on.
+    case heldWithOrigin(ResourceKey, message: String, origin: String, until: Instant, after: Int64)
     /// `origin`: the failure held its origin (SPEC §6), whose `held` line speaks for it in text.
     case failed(ResourceKey, message: String, retryAt: Instant?, origin: String? = nil)
     /// An origin held at the end of the run, with the resources held with it (SPEC §6).
@@ -34,8 +38,20 @@ struct TransferProgress {
 struct EngineSummary {
     var placed = 0
     var fresh = 0
+    /// Transfers that ended failed (or in backoff) in this run, those held with their origin
+    /// included: the metrics' `failed`, and §5's exit rule.
     var failed = 0
     var paused = 0
+    /// Resources held with their origins at the end of the run (SPEC §6: the `held` lines'
+    /// counts), and how many of `failed` are among them: the summary line counts those as
+    /// held, not failed (SPEC §7).
+    var held = 0
+    var failedHeld = 0
+    /// Files the pass's clean-up removed from the feeds' folders (expired, no longer listed):
+    /// set by `RunPass` after the transfers.
+    var pruned = 0
+    /// What the summary line calls failed: failures not held with their origin.
+    var failedAlone: Int { failed - failedHeld }
     var bodyBytes: UInt64 = 0
     var transferSeconds: Double = 0
     var diskFull = false
@@ -224,10 +240,7 @@ final class TransferEngine {
         done.wait()
         pool.waitForHashing()
         board.write([], force: true)
-        for held in board.heldOrigins() {  // one line per origin, not per resource
-            board.emit(.held(origin: held.origin, reason: held.reason, until: held.until, resources: held.resources))
-        }
-        return shards.dropFirst().reduce(into: shards[0].summary) { total, shard in
+        var summary = shards.dropFirst().reduce(into: shards[0].summary) { total, shard in
             let part = shard.summary
             total.add(part)
             total.transferSeconds = max(total.transferSeconds, part.transferSeconds)  // they ran side by side
@@ -235,6 +248,14 @@ final class TransferEngine {
             total.failures += part.failures
             total.changedFeeds.formUnion(part.changedFeeds)
         }
+        var heldKeys = Set<ResourceKey>()
+        for held in board.heldOrigins() {  // one line per origin, not per resource
+            board.emit(.held(origin: held.origin, reason: held.reason, until: held.until, resources: held.resources.count))
+            heldKeys.formUnion(held.resources)
+        }
+        summary.held = heldKeys.count
+        summary.failedHeld = summary.failures.reduce(0) { $0 + (heldKeys.contains($1.0) ? 1 : 0) }
+        return summary
     }
 
     /// Shard `index`'s part of `total` when `count` shards share it (the parts add up to it).

@@ -2,7 +2,7 @@
 public enum ExitCode: Int32, Sendable, Error, CaseIterable {
     /// Success, including "nothing due".
     case success = 0
-    /// Some transfers failed, or the cache cannot be written.
+    /// Some transfers failed, the metrics file could not be written, or the cache cannot be written.
     case failure = 1
     /// A usage or manifest error.
     case usage = 2
@@ -15,7 +15,7 @@ public enum ExitCode: Int32, Sendable, Error, CaseIterable {
         case .success:
             "Success, including nothing due, and a run stopped by SIGTERM or SIGINT after pausing its transfers resumably."
         case .failure:
-            "A transfer attempted in this run failed (state.db records when it is retried), a verified file mismatched, or the cache cannot be written."
+            "A transfer attempted in this run failed (state.db records when it is retried), a verified file mismatched, the metrics file could not be written, or the cache cannot be written."
         case .usage:
             "A usage, configuration or manifest error, including a missing feeds folder; nothing was touched."
         case .locked:
