@@ -177,13 +177,12 @@ final class Transfer {
     func send(_ request: TransferStateMachine.Request, config: Config, environment: [String: String]) throws(TransferFailure) {
         var lines = ["Accept-Encoding: identity"]  // ranges must refer to the stored bytes (FAULTS 15)
         if request.sameOrigin {
-            for header in job.resource.headers {
-                do {
-                    lines.append("\(header.name): \(try header.value.resolve(environment))")
-                } catch {
-                    throw machine.failing(TransferFailure(kind: .permanent, message: "header \(header.name) needs the environment variable \(error.name), which is not set",
-                                                          retryAfter: nil, discardPartial: false, httpStatus: nil))
-                }
+            do {
+                // `${VAR}`s filled in and checked here, at request time (SPEC §7).
+                lines += try job.resource.headerLines(environment: environment)
+            } catch {
+                throw machine.failing(TransferFailure(kind: .permanent, message: error.message,
+                                                      retryAfter: nil, discardPartial: false, httpStatus: nil))
             }
         }
         if request.rangeFrom > 0 {
