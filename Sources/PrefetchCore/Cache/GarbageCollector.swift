@@ -94,7 +94,10 @@ public enum GarbageCollector {
     /// Every entry below the feed's folder that is not a listed file: regular files, symlinks
     /// (the link itself) and anything else; folders are walked, by descriptor.
     private static func prune(_ feedFolder: FileDescriptor, feed: String, keeping listed: Set<String>, into removals: inout [Removal]) {
-        func walk(_ folder: FileDescriptor, _ relative: String, _ above: [(parent: FileDescriptor, name: String, folder: FileDescriptor)]) {
+        // `above` grows and shrinks with the walk (one copy per removal, not one per folder):
+        // a manifest's path can nest 2,000 folders deep, and copies per level were quadratic.
+        // The recursion is as deep as the folders, which paths bound (4,000 bytes, SPEC §7).
+        func walk(_ folder: FileDescriptor, _ relative: String, _ above: inout [(parent: FileDescriptor, name: String, folder: FileDescriptor)]) {
             for entry in FileSystem.entries(in: folder) {
                 // The feed's reader index (and its temporary name) is prefetch's own: never pruned.
                 if relative.isEmpty, entry.name == CacheLayout.index || entry.name == CacheLayout.indexTemp { continue }
@@ -103,14 +106,17 @@ public enum GarbageCollector {
                     // Opened without following: a folder swapped for a symlink since the listing is skipped.
                     guard case .success(let sub) = FileDescriptor.open(entry.name, relativeTo: folder,
                                                                        flags: O_RDONLY | O_DIRECTORY | O_NOFOLLOW) else { continue }
-                    walk(sub, child, above + [(folder, entry.name, sub)])
+                    above.append((folder, entry.name, sub))
+                    walk(sub, child, &above)
+                    above.removeLast()
                 } else if !listed.contains(child) {
                     removals.append(Removal(path: feed + "/" + child, reason: "no longer listed", key: nil, feed: feed,
                                             folder: folder, name: entry.name, above: above))
                 }
             }
         }
-        walk(feedFolder, "", [])
+        var above: [(parent: FileDescriptor, name: String, folder: FileDescriptor)] = []
+        walk(feedFolder, "", &above)
     }
 
     /// Partials of resources no longer listed, or untouched for 7 days.

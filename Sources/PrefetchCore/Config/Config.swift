@@ -41,6 +41,8 @@ public struct Config: Sendable {
     /// Hosts reached directly, in place of the environment's `no_proxy`, for the config's
     /// proxy and the environment's alike; nil: the environment's `no_proxy` applies.
     public var noProxy: NoProxyList?
+    /// The largest feed manifest read (SPEC §7); a larger one is refused before it is parsed.
+    public var maxManifestSize: ByteSize = ByteSize(bytes: InputLimits.defaultManifestSize)
 
     /// The path of the default configuration file.
     public static let defaultPath = "/etc/prefetch/config.yaml"
@@ -58,14 +60,27 @@ public enum ConfigLoader {
     public static let keys = ["feeds", "cache", "max_size", "ca_file", "metered_default", "machine_id",
                               "concurrency", "per_host", "connect_timeout", "stall_timeout", "max_redirects",
                               "verify_every", "removed_feed_grace", "starved_after", "proxy", "no_proxy", "metrics_file",
-                              "response_timeout"]
+                              "response_timeout", "max_manifest_size"]
+
+    /// Where the config's scalars have limits of their own (SPEC §8's `feed_sources` URLs
+    /// among them).
+    static let scalars = ScalarLimits(value: .value, key: .key, rules: [
+        .init([.key("no_proxy")], InputLimits.noProxy),
+        .init([.key("proxy")], InputLimits.url),
+        .init([.key("feed_sources"), .item, .key("url")], InputLimits.url),
+        .init([.key("feed_sources"), .item, .key("signature")], InputLimits.url),
+        .init([.key("feed_sources"), .item, .key("headers"), .anyKey], InputLimits.headerValue),
+    ])
 
     /// Reads `path`. A missing file is an error only when `required` (an explicit `--config`).
+    /// A file over 1 MiB is refused before it is parsed (SPEC §7).
     public static func load(path: String, required: Bool) -> (config: Config, diagnostics: [Diagnostic], source: SourceText?) {
         let bytes: [UInt8]
-        switch FileSystem.readFile(path) {
-        case .success(let data):
+        switch FileSystem.readFile(path, limit: InputLimits.configSize) {
+        case .success(.bytes(let data)):
             bytes = data
+        case .success(.tooLarge(let size, let exact)):
+            return (Config(), [Diagnostic(.error, file: path, at: nil, tooLarge(size: size, exact: exact))], nil)
         case .failure(let error):
             if error.code == ENOENT && !required { return (Config(), [], nil) }
             return (Config(), [Diagnostic(.error, file: path, at: nil, "cannot read the configuration: \(error)")], nil)
@@ -75,19 +90,26 @@ public enum ConfigLoader {
     }
 
     /// Decodes configuration text; `file` names it in diagnostics and anchors relative paths.
+    /// The bytes are all there is to it (the fuzzing entry point): the same limits apply as
+    /// to a file, its size first.
     public static func decode(_ bytes: [UInt8], file: String) -> (Config, [Diagnostic]) {
         var config = Config()
         config.file = file
+        if bytes.count > InputLimits.configSize {
+            return (config, [Diagnostic(.error, file: file, at: nil, tooLarge(size: bytes.count, exact: true))])
+        }
         var reader = NodeReader(file: file)
         let root: YAMLNode?
         do {
-            root = try YAMLParser.parse(bytes)
+            let document = try YAMLParser.parse(bytes, limits: ConfigLoader.scalars)
+            root = document.root
+            for problem in document.problems { reader.error(problem.message, at: problem.location) }
         } catch {
             return (config, [Diagnostic(.error, file: file, at: error.location, error.message)])
         }
-        guard let root, !root.isNull else { return (config, []) }  // an empty config means defaults
+        guard let root, !root.isNull else { return (config, reader.finished()) }  // an empty config means defaults
         guard let entries = reader.mapping(root, allowed: keys, what: "the configuration") else {
-            return (config, reader.diagnostics)
+            return (config, reader.finished())
         }
         let folder = (file as NSString).deletingLastPathComponent
         func absolute(_ path: String) -> String {
@@ -130,9 +152,28 @@ public enum ConfigLoader {
         if let node = entries["removed_feed_grace"]?.value, let span = reader.positiveSpan(node, what: "removed_feed_grace") {
             config.removedFeedGrace = span
         }
-        if let node = entries["proxy"]?.value, let proxy = reader.value(node, what: "proxy", ProxyURL.parse) { config.proxy = proxy }
-        if let node = entries["no_proxy"]?.value, let list = reader.value(node, what: "no_proxy", NoProxyList.parse) { config.noProxy = list }
-        return (config, reader.sortedDiagnostics)
+        if let node = entries["proxy"]?.value, let proxy = reader.value(node, what: "proxy", limit: InputLimits.url, ProxyURL.parse) {
+            config.proxy = proxy
+        }
+        if let node = entries["no_proxy"]?.value, let list = reader.value(node, what: "no_proxy", limit: InputLimits.noProxy, NoProxyList.parse) {
+            config.noProxy = list
+        }
+        if let node = entries["max_manifest_size"]?.value, let size = reader.value(node, what: "max_manifest_size", ByteSize.parse) {
+            let range = InputLimits.manifestSizes
+            if range.contains(size.bytes) {
+                config.maxManifestSize = size
+            } else {
+                reader.error("max_manifest_size must be from \(ByteSize(bytes: range.lowerBound)) to \(ByteSize(bytes: range.upperBound)), found \(node.scalar ?? "\(size)")",
+                             at: node.location)
+            }
+        }
+        return (config, reader.finished())
+    }
+
+    /// The error for a config file of `size` bytes, over the 1 MiB a config may have.
+    static func tooLarge(size: Int, exact: Bool) -> String {
+        InputLimits.tooLarge("configuration", size: size, exact: exact,
+                                limit: "the 1MiB (\(InputLimits.configSize) bytes) a configuration may have")
     }
 }
 

@@ -12,6 +12,15 @@ public struct FeedDecoder {
 
     private let config: Config
 
+    /// Where a feed manifest's scalars have limits of their own (`mirrors`, SPEC §8, are
+    /// URLs too: bounded as such whenever they are read).
+    static let scalars = ScalarLimits(value: .value, key: .key, rules: [
+        .init([.key("resources"), .item, .key("url")], InputLimits.url),
+        .init([.key("resources"), .item, .key("mirrors"), .item], InputLimits.url),
+        .init([.key("resources"), .item, .key("path")], InputLimits.path),
+        .init([.key("resources"), .item, .key("headers"), .anyKey], InputLimits.headerValue),
+    ])
+
     /// A decoder that checks sizes against `config`'s global cap.
     public init(config: Config) {
         self.config = config
@@ -19,12 +28,27 @@ public struct FeedDecoder {
 
     /// Decodes one manifest. `file` is the name used in diagnostics; its stem is the
     /// default feed name. Returns nil for the feed when any error was found.
+    ///
+    /// The bytes are all there is to it (the fuzzing entry point): a manifest over the
+    /// config's `max_manifest_size` is refused here too, before it is parsed.
     public func decode(_ bytes: [UInt8], file: String) -> (feed: Feed?, diagnostics: [Diagnostic]) {
+        if bytes.count > config.maxManifestSize.bytes {
+            return (nil, [Diagnostic(.error, file: file, at: nil, Self.tooLarge(size: bytes.count, exact: true, config: config))])
+        }
         var reader = NodeReader(file: file)
         let resources = ResourceDecoder(config: config, file: file)
         let root: YAMLNode?
         do {
-            root = try YAMLParser.parse(bytes, streaming: (key: "resources", handler: resources.decode))
+            let document = try YAMLParser.parse(bytes, limits: FeedDecoder.scalars,
+                                                streaming: (key: "resources", handler: resources.decode),
+                                                stopWhen: { $0 + resources.errorCount >= NodeReader.maxErrors })
+            for problem in document.problems { reader.error(problem.message, at: problem.location) }
+            if let stopped = document.stoppedAt {
+                // Enough to act on; the rest of the file would cost time and memory for more.
+                resources.report(into: &reader)
+                return (nil, reader.finished(stoppedAt: stopped))
+            }
+            root = document.root
         } catch {
             return (nil, [Diagnostic(.error, file: file, at: error.location, error.message)])
         }
@@ -33,7 +57,7 @@ public struct FeedDecoder {
                                      "the manifest is empty; a feed needs at least 'resources'")])
         }
         let feed = decodeFeed(root, file: file, reader: &reader, resources: resources)
-        return (reader.hasErrors ? nil : feed, reader.sortedDiagnostics)
+        return (reader.hasErrors ? nil : feed, reader.finished())
     }
 
     private func decodeFeed(_ root: YAMLNode, file: String, reader: inout NodeReader, resources streamed: ResourceDecoder) -> Feed? {
@@ -165,6 +189,11 @@ public struct FeedDecoder {
         return Feed(name: name, file: file, nameLocation: nameLocation, schedule: schedule, timeZone: zone, timeZoneName: zoneName,
                     windows: windows, days: days, jitter: jitter, conditions: conditions, refresh: refresh,
                     retry: retry, limits: limits, prune: prune, consistency: consistency, resources: resources)
+    }
+
+    /// The error for a manifest of `size` bytes over the config's `max_manifest_size`.
+    static func tooLarge(size: Int, exact: Bool, config: Config) -> String {
+        InputLimits.tooLarge("manifest", size: size, exact: exact, limit: "max_manifest_size \(config.maxManifestSize) (\(config.maxManifestSize.bytes) bytes)")
     }
 
     /// The file name without folder and `.yaml`/`.yml` extension.

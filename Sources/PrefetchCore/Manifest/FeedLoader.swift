@@ -50,8 +50,12 @@ public enum FeedLoader {
         for file in files {
             result.fileCount += 1
             let bytes: [UInt8]
-            switch FileSystem.readFile(file) {
-            case .success(let data): bytes = data
+            switch FileSystem.readFile(file, limit: Int(config.maxManifestSize.bytes)) {
+            case .success(.bytes(let data)): bytes = data
+            case .success(.tooLarge(let size, let exact)):
+                // Refused before it is parsed (SPEC §7): this error only, nothing quoted.
+                result.diagnostics.append(Diagnostic(.error, file: file, at: nil, FeedDecoder.tooLarge(size: size, exact: exact, config: config)))
+                continue
             case .failure(let error):
                 result.diagnostics.append(Diagnostic(.error, file: file, at: nil, "cannot read the manifest: \(error)"))
                 continue

@@ -8,13 +8,14 @@ final class ResourceDecoder {
     private var decoded: [Resource] = []
     /// Bare dates wait for the feed's zone, which may come after the resources in the file.
     private var pending: [(index: Int, notBefore: Timestamp?, expires: Timestamp?, expiresAt: SourceLocation?)] = []
-    private var files: [String: SourceLocation] = [:]
-    private var folders: [String: SourceLocation] = [:]
+    private var paths = PathClaims()
     /// How many entries the list had, valid or not.
     private(set) var count = 0
     /// Resources (indices into `decoded`) that give their own `encoding`: the feed's does not
     /// replace theirs (`inheritEncoding`). Usually none.
     private var ownEncoding: Set<Int> = []
+    /// How many errors its entries had so far.
+    var errorCount: Int { reader.errorCount }
 
     init(config: Config, file: String) {
         self.config = config
@@ -47,13 +48,13 @@ final class ResourceDecoder {
             reader.error("a resource needs a 'url'", at: item.location)
             return
         }
-        let url = reader.value(urlNode, what: "url", ResourceURL.parse)
+        let url = reader.value(urlNode, what: "url", limit: InputLimits.url, ResourceURL.parse)
 
         var path: String?
         var pathNode = urlNode
         if let node = pathEntry {
             pathNode = node
-            path = reader.value(node, what: "path") { (text) throws(ValueError) -> String in
+            path = reader.value(node, what: "path", limit: InputLimits.path) { (text) throws(ValueError) -> String in
                 if let problem = RelativePath.problem(text) { throw problem }
                 return text
             }
@@ -128,11 +129,21 @@ final class ResourceDecoder {
         return decoded
     }
 
+    /// Only the diagnostics so far, merged into `into`: for a file not read to its end.
+    func report(into: inout NodeReader) {
+        into.absorb(reader)
+    }
+
     /// The URL path's last segment, percent-decoded, when it makes a safe file name.
     private func defaultPath(_ url: ResourceURL, at location: SourceLocation) -> String? {
         do {
             guard let segment = try url.lastSegment(), !segment.isEmpty else {
                 reader.error("the URL ends in '/', so the resource needs a 'path'", at: location)
+                return nil
+            }
+            if let problem = InputLimits.pathComponent.problem(segment.utf8.count) {
+                // SPEC §7: reported at the url, which the default path comes from.
+                reader.error("the file name from the URL's last segment is too long: \(problem); give the resource a 'path'", at: location)
                 return nil
             }
             if segment.utf8.contains(UInt8(ascii: "/")) {  // bytes: "/\u{301}" is no Character "/"
@@ -157,8 +168,9 @@ final class ResourceDecoder {
         }
         var headers: [HeaderField] = []
         var seen: [String: SourceLocation] = [:]
+        var total = 0
         for pair in pairs {
-            guard let name = reader.value(pair.key, what: "a header name", { (text) throws(ValueError) -> String in
+            guard let name = reader.value(pair.key, what: "a header name", limit: InputLimits.key, { (text) throws(ValueError) -> String in
                 if let problem = HeaderTemplate.nameProblem(text) { throw problem }
                 return text
             }) else { continue }
@@ -167,7 +179,15 @@ final class ResourceDecoder {
                 continue
             }
             seen[name.lowercased()] = pair.key.location
-            if let value = reader.value(pair.value, what: "header '\(name)'", HeaderTemplate.parse) {
+            guard reader.checkLength(pair.value, InputLimits.headerValue) else { continue }
+            // Names and values as written count toward the resource's 64 KiB; checked before
+            // the value's own syntax (a limit error replaces it), once, where it is passed.
+            total += name.utf8.count + (pair.value.scalar?.utf8.count ?? 0)
+            if total > InputLimits.headers.bytes {
+                reader.error(InputLimits.headersProblem(total, at: "header '\(name)'"), at: pair.key.location)
+                return headers
+            }
+            if let value = reader.value(pair.value, what: "header '\(name)'", limit: InputLimits.headerValue, HeaderTemplate.parse) {
                 headers.append(HeaderField(name: name, value: value))
             }
         }
@@ -177,30 +197,17 @@ final class ResourceDecoder {
     /// Records `path` for this feed; false (with an error) when another resource has it,
     /// or uses it as a folder, or has a file where it needs a folder.
     private func claim(_ path: String, at location: SourceLocation, entry: SourceLocation) -> Bool {
-        if let first = files[path] {
-            reader.error("path '\(path)' is already used by the resource at line \(first.line)", at: location)
-            return false
+        switch paths.claim(path, line: entry.line) {
+        case nil:
+            return true
+        case .duplicate(let line)?:
+            reader.error("path '\(path)' is already used by the resource at line \(line)", at: location)
+        case .folder(let line)?:
+            reader.error("path '\(path)' is also a folder of the resource at line \(line)", at: location)
+        case .fileAbove(let prefix, let line)?:
+            reader.error("path '\(path)' would put a folder where the resource at line \(line) keeps its file '\(prefix)'", at: location)
         }
-        if let other = folders[path] {
-            reader.error("path '\(path)' is also a folder of the resource at line \(other.line)", at: location)
-            return false
-        }
-        var ancestor = Substring(path)
-        var added: [String] = []
-        while let slash = ancestor.lastSlash {
-            ancestor = ancestor[..<slash]
-            let key = String(ancestor)
-            if let file = files[key] {
-                reader.error("path '\(path)' would put a folder where the resource at line \(file.line) keeps its file '\(key)'", at: location)
-                for folder in added { folders[folder] = nil }
-                return false
-            }
-            if folders[key] != nil { break }  // its ancestors are recorded already
-            folders[key] = entry
-            added.append(key)
-        }
-        files[path] = entry
-        return true
+        return false
     }
 }
 
@@ -213,10 +220,5 @@ extension NodeReader {
             return nil
         }
         return choice(node, what: "encoding", EncodingMode.choices)
-    }
-
-    /// Takes over another reader's diagnostics.
-    mutating func absorb(_ other: NodeReader) {
-        for diagnostic in other.diagnostics { diagnostics.append(diagnostic) }
     }
 }

@@ -54,6 +54,50 @@ public enum FileSystem {
         }
     }
 
+    /// What `readFile(_:limit:)` found: the bytes, or a file larger than the limit.
+    public enum LimitedRead: Sendable, Equatable {
+        case bytes([UInt8])
+        /// `size` bytes by fstat (`exact`), or more than the limit arrived (a file that
+        /// grows, a FIFO, a device: then `size` is the limit + 1).
+        case tooLarge(size: Int, exact: Bool)
+    }
+
+    /// The content of `path` when it has at most `limit` bytes. The size is taken with
+    /// fstat on the opened file (nothing is read from a file already too large), and no more
+    /// than `limit` + 1 bytes are ever read, so neither a file that grows nor a FIFO nor
+    /// `/dev/zero` gets past it. Opening does not wait for a FIFO's writer.
+    public static func readFile(_ path: String, limit: Int) -> Result<LimitedRead, Errno> {
+        let fd: Int32
+        switch retryingEINTR({ open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }) {
+        case .success(let value): fd = value
+        case .failure(let error): return .failure(error)
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return .failure(.current) }
+        guard (info.st_mode & S_IFMT) != S_IFDIR else { return .failure(Errno(EISDIR)) }
+        let regular = (info.st_mode & S_IFMT) == S_IFREG
+        if regular, info.st_size > limit { return .success(.tooLarge(size: Int(info.st_size), exact: true)) }
+        // Reads block again (a pipe's data may come later); the open only was not to wait.
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        var bytes = [UInt8](repeating: 0, count: min(limit, regular ? Int(info.st_size) : 1 << 16) + 1)
+        var filled = 0
+        while filled <= limit {
+            if filled == bytes.count { bytes.append(contentsOf: repeatElement(0, count: min(bytes.count, limit + 1 - filled))) }
+            let count = bytes.withUnsafeMutableBytes { buffer in
+                retryingEINTR { read(fd, buffer.baseAddress! + filled, buffer.count - filled) }
+            }
+            switch count {
+            case .success(0):
+                bytes.removeSubrange(filled...)
+                return .success(.bytes(bytes))
+            case .success(let n): filled += n
+            case .failure(let error): return .failure(error)
+            }
+        }
+        return .success(.tooLarge(size: filled, exact: false))
+    }
+
     /// Writes all of `text` to `fd`, retrying short writes and EINTR; errors are dropped
     /// (there is nowhere left to report a failing stdout or stderr).
     public static func writeAll(_ fd: Int32, _ text: String) {

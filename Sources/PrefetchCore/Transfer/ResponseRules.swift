@@ -120,7 +120,8 @@ enum ResponseRules {
         // sends one so: Squid 5, asked with If-None-Match alone about an entry it had to
         // revalidate, gets the origin's 304 and hands its whole entry on as a 200. This comes
         // before the encoding's rules (SPEC §7): the body is not read, whatever it is labelled.
-        if head.status == 200, let cached = request.revalidating, let tag = cached.etag, !tag.hasPrefix("W/"), head.etag == tag {
+        if head.status == 200, let cached = request.revalidating, let tag = cached.etag, !isWeakTag(tag),
+           let sent = head.etag, sent.utf8.elementsEqual(tag.utf8) {  // strong comparison: the same octets
             return .cachedCopy(Validators(etag: tag, lastModified: head.lastModified ?? cached.lastModified))
         }
         // SPEC §7: a range that cannot be (negative, reversed, past 2^63, past its total) is
@@ -320,13 +321,23 @@ enum ResponseRules {
 
     /// Whether a response's validators name another version than the partial's: ETags
     /// compared weakly (RFC 9110 §8.8.3.2, the opaque tags), else Last-Modified; a
-    /// validator missing on either side tells nothing.
+    /// validator missing on either side tells nothing. Validators are octets: compared byte
+    /// for byte, never as Unicode text (where `"é"` and `"e"` + U+0301 are equal, and `W/`
+    /// followed by a combining mark is no `W/` prefix of Characters).
     static func isAnotherVersion(_ partial: Validators, etag: String?, lastModified: String?) -> Bool {
-        func opaque(_ tag: String) -> Substring { tag.hasPrefix("W/") ? tag.dropFirst(2) : Substring(tag) }
-        if let ours = partial.etag, let theirs = etag { return opaque(ours) != opaque(theirs) }
-        if let ours = partial.lastModified, let theirs = lastModified { return ours != theirs }
+        if let ours = partial.etag, let theirs = etag { return !opaqueTag(ours).elementsEqual(opaqueTag(theirs)) }
+        if let ours = partial.lastModified, let theirs = lastModified { return !ours.utf8.elementsEqual(theirs.utf8) }
         return false
     }
+
+    /// An entity tag's bytes without a leading `W/` (the weak indicator, RFC 9110 §8.8.3).
+    static func opaqueTag(_ tag: String) -> Substring.UTF8View {
+        let bytes = Substring(tag).utf8
+        return bytes.starts(with: "W/".utf8) ? bytes.dropFirst(2) : bytes
+    }
+
+    /// Whether an entity tag is weak: its bytes begin with `W/`.
+    static func isWeakTag(_ tag: String) -> Bool { tag.utf8.starts(with: "W/".utf8) }
 
     /// `bytes a-b/total` (total may be `*`; RFC 9110 §14.4): each number decimal digits only,
     /// at most 2^63 − 1, the range not reversed and inside its total; anything else is no

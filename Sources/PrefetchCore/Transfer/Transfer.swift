@@ -183,13 +183,12 @@ final class Transfer {
         let decode = job.resource.encoding == .decode
         var lines = decode ? [] : ["Accept-Encoding: identity"]
         if request.sameOrigin {
-            for header in job.resource.headers {
-                do {
-                    lines.append("\(header.name): \(try header.value.resolve(environment))")
-                } catch {
-                    throw machine.failing(TransferFailure(kind: .permanent, message: "header \(header.name) needs the environment variable \(error.name), which is not set",
-                                                          retryAfter: nil, discardPartial: false, httpStatus: nil))
-                }
+            do {
+                // `${VAR}`s filled in and checked here, at request time (SPEC §7).
+                lines += try job.resource.headerLines(environment: environment)
+            } catch {
+                throw machine.failing(TransferFailure(kind: .permanent, message: error.message,
+                                                      retryAfter: nil, discardPartial: false, httpStatus: nil))
             }
         }
         if request.rangeFrom > 0 {

@@ -39,7 +39,9 @@ public struct HeaderTemplate: Sendable, Hashable {
     }
 
     /// Parses a value: `${NAME}` (NAME = `[A-Za-z_][A-Za-z0-9_]*`) is a reference, any
-    /// other `$` is literal. Line breaks and NUL are refused.
+    /// other `$` is literal. Line breaks, NUL and every other control character (C0, tab
+    /// included, DEL and C1, as SPEC §7 says; such as a quoted escape puts there) are refused:
+    /// no header injection.
     public static func parse(_ text: String) throws(ValueError) -> HeaderTemplate {
         let chars = Array(text)
         var parts: [Part] = []
@@ -50,7 +52,7 @@ public struct HeaderTemplate: Sendable, Hashable {
             if c == "\r" || c == "\n" || c == "\r\n" || c == "\0" {
                 throw ValueError("a header value cannot contain line breaks or NUL", at: index)
             }
-            if let scalar = c.unicodeScalars.first, c != "\t", scalar.value < 0x20 || scalar.value == 0x7f {
+            if c.unicodeScalars.contains(where: isControl) {
                 throw ValueError("a header value cannot contain control characters (RFC 9110 §5.5)", at: index)
             }
             if c == "$", index + 1 < chars.count, chars[index + 1] == "{" {
@@ -72,6 +74,11 @@ public struct HeaderTemplate: Sendable, Hashable {
         }
         if !literal.isEmpty { parts.append(.literal(literal)) }
         return HeaderTemplate(parts: parts)
+    }
+
+    /// True for C0 (tab included), DEL and C1.
+    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
     }
 
     /// The value with every reference filled from `environment`; throws the first

@@ -2,7 +2,11 @@
 public enum RelativePath {
     /// Nil when `path` is safe to join under `CACHE/<feed>/`, else why not
     /// (with the character offset of the offending part).
+    ///
+    /// The length limits (SPEC §7: 4,000 bytes in all, 255 per component) come first: a
+    /// limit error replaces the path's other errors.
     public static func problem(_ path: String) -> ValueError? {
+        if let problem = lengthProblem(path) { return problem }
         // SPEC §6: names beginning `.prefetch` are prefetch's own (the reader index, generations).
         // Checked on the UTF-8 bytes, as the file system reads the path: split by Character,
         // a '/' followed by a combining mark ("../\u{301}x") or after a prepended one is no
@@ -14,19 +18,18 @@ public enum RelativePath {
         if isPlainASCII(path) { return nil }
         if bytes.isEmpty { return ValueError("a path cannot be empty") }
         if bytes[0] == 0x2F { return ValueError("a path must be relative to the feed's folder, not absolute") }
-        if bytes.count > 4000 { return ValueError("a path has at most 4000 bytes") }
         var start = 0
         for segment in bytes.split(separator: 0x2F, omittingEmptySubsequences: false) {
             defer { start += segment.count + 1 }
-            let offset = path.characterOffset(ofUTF8: start)
+            // Offsets only for an error: counting characters for every segment would be
+            // quadratic in a deep path's length.
             switch Array(segment) {
-            case []: return ValueError(start == bytes.count ? "a path cannot end with '/'" : "a path cannot contain an empty segment ('//')", at: offset)
-            case [0x2E]: return ValueError("a path cannot contain '.' segments", at: offset)
-            case [0x2E, 0x2E]: return ValueError("a path cannot contain '..': it would leave the feed's folder", at: offset)
+            case []:
+                return ValueError(start == bytes.count ? "a path cannot end with '/'" : "a path cannot contain an empty segment ('//')",
+                                  at: path.characterOffset(ofUTF8: start))
+            case [0x2E]: return ValueError("a path cannot contain '.' segments", at: path.characterOffset(ofUTF8: start))
+            case [0x2E, 0x2E]: return ValueError("a path cannot contain '..': it would leave the feed's folder", at: path.characterOffset(ofUTF8: start))
             default: break
-            }
-            if segment.count > 255 {
-                return ValueError("a path segment has at most 255 bytes", at: offset)
             }
             var index = start
             for scalar in String(decoding: segment, as: UTF8.self).unicodeScalars {
@@ -35,6 +38,22 @@ public enum RelativePath {
                 }
                 index += UTF8.width(scalar)
             }
+        }
+        return nil
+    }
+
+    /// A path over 4,000 bytes, or with a component over 255, at the offending component
+    /// (components split at every '/' byte, as the file system splits them).
+    private static func lengthProblem(_ path: String) -> ValueError? {
+        let count = path.utf8.count
+        if count > 4000 { return ValueError("a path has at most 4000 bytes; this one has \(count)") }
+        guard count > 255 else { return nil }
+        var start = 0
+        for segment in path.utf8.split(separator: 0x2F, omittingEmptySubsequences: false) {
+            if segment.count > 255 {
+                return ValueError("a path component has at most 255 bytes; this one has \(segment.count)", at: path.characterOffset(ofUTF8: start))
+            }
+            start += segment.count + 1
         }
         return nil
     }

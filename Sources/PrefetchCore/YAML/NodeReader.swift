@@ -1,8 +1,14 @@
 /// Reads typed values out of YAML nodes and collects every problem as a diagnostic,
-/// so one pass reports all errors in a file.
+/// so one pass reports all errors in a file — up to `maxErrors`: a file made to hurt costs
+/// one screen of errors, not minutes and memory for a million (`finished` says so).
 struct NodeReader {
+    /// The errors one file reports at most.
+    static let maxErrors = 1000
+
     let file: String
-    var diagnostics: [Diagnostic] = []
+    private(set) var diagnostics: [Diagnostic] = []
+    /// Where the first error past `maxErrors` was found.
+    private(set) var firstDropped: SourceLocation?
 
     init(file: String) {
         self.file = file
@@ -17,10 +23,40 @@ struct NodeReader {
         }.map(\.element)
     }
 
-    var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
+    var hasErrors: Bool { errorCount > 0 }
+    /// How many errors were found.
+    private(set) var errorCount = 0
+    /// True once `maxErrors` errors were found: loops over a file's entries stop.
+    var isFull: Bool { errorCount >= Self.maxErrors }
 
     mutating func error(_ message: String, at location: SourceLocation) {
+        errorCount += 1
+        guard errorCount <= Self.maxErrors else {
+            if firstDropped == nil { firstDropped = location }
+            return
+        }
         diagnostics.append(Diagnostic(.error, file: file, at: location, message))
+    }
+
+    /// Takes over another reader's diagnostics, within `maxErrors`.
+    mutating func absorb(_ other: NodeReader) {
+        for diagnostic in other.diagnostics {
+            if diagnostic.severity == .warning {
+                diagnostics.append(diagnostic)
+            } else {
+                error(diagnostic.message, at: diagnostic.location ?? SourceLocation(line: 1, column: 1))
+            }
+        }
+        if let dropped = other.firstDropped { error("", at: dropped) }
+    }
+
+    /// The diagnostics in file order, and when errors were left out (`maxErrors` reached, or
+    /// the reading stopped at `stoppedAt`) one more that says so, where that happened.
+    func finished(stoppedAt: SourceLocation? = nil) -> [Diagnostic] {
+        guard let at = stoppedAt ?? firstDropped else { return sortedDiagnostics }
+        var all = sortedDiagnostics
+        all.append(Diagnostic(.error, file: file, at: at, "more than \(Self.maxErrors) errors; the rest of the file is not checked"))
+        return all
     }
 
     mutating func warning(_ message: String, at location: SourceLocation) {
@@ -40,13 +76,19 @@ struct NodeReader {
     /// A mapping's entries by key. Reports a non-mapping, duplicate keys, non-scalar keys and
     /// keys outside `allowed` (with a "did you mean" hint).
     mutating func mapping(_ node: YAMLNode, allowed: [String], what: String) -> Entries? {
+        if node.isOverLimit { return nil }  // reported by the parser, once
         guard case .mapping(let pairs) = node.content else {
             error("\(what) must be a mapping of keys to values, found \(node.kindDescription)", at: node.location)
             return nil
         }
         var entries = Entries()
-        entries.pairs.reserveCapacity(pairs.count)
+        entries.pairs.reserveCapacity(min(pairs.count, allowed.count))
         for pair in pairs {
+            if isFull {
+                error("", at: pair.key.location)  // past the limit: only where checking stopped is kept
+                break
+            }
+            guard checkLength(pair.key, ScalarLimit.key) else { continue }
             guard let key = pair.key.scalar else {
                 error("a key must be a plain word, found \(pair.key.kindDescription)", at: pair.key.location)
                 continue
@@ -76,8 +118,21 @@ struct NodeReader {
         }
     }
 
+    /// False, reporting nothing, for a scalar the parser found over its limit; false with
+    /// an error for one over `limit` here (an alias can repeat a scalar written where a
+    /// longer one is allowed). A limit error replaces every other error of the value.
+    mutating func checkLength(_ node: YAMLNode, _ limit: ScalarLimit) -> Bool {
+        if node.isOverLimit { return false }
+        if let text = node.scalar, let problem = limit.problem(text.utf8.count) {
+            error(problem, at: node.isVerbatim ? node.textLocation : node.location)
+            return false
+        }
+        return true
+    }
+
     /// A scalar's text; reports null, lists and mappings.
-    mutating func string(_ node: YAMLNode, what: String) -> String? {
+    mutating func string(_ node: YAMLNode, what: String, limit: ScalarLimit = .value) -> String? {
+        guard checkLength(node, limit) else { return nil }
         guard let text = node.scalar, !node.isNull else {
             error("\(what) must be a string, found \(node.kindDescription)", at: node.location)
             return nil
@@ -86,7 +141,8 @@ struct NodeReader {
     }
 
     /// A scalar parsed by `parse`; problems are reported at their column.
-    mutating func value<T>(_ node: YAMLNode, what: String, _ parse: (String) throws(ValueError) -> T) -> T? {
+    mutating func value<T>(_ node: YAMLNode, what: String, limit: ScalarLimit = .value, _ parse: (String) throws(ValueError) -> T) -> T? {
+        guard checkLength(node, limit) else { return nil }
         guard let text = node.scalar, !node.isNull else {
             error("\(what) must be a value, found \(node.kindDescription)", at: node.location)
             return nil
@@ -140,6 +196,7 @@ struct NodeReader {
 
     /// The items of a list; a single scalar counts as a list of one when `single` is true.
     mutating func list(_ node: YAMLNode, what: String, single: Bool = false) -> [YAMLNode]? {
+        if node.isOverLimit { return nil }  // reported by the parser, once
         switch node.content {
         case .sequence(let items): return items
         case .scalar where single && !node.isNull: return [node]

@@ -8,27 +8,53 @@ public struct YAMLSyntaxError: Error, Sendable {
     public var message: String
 }
 
-/// Parses YAML text into a `YAMLNode` tree with libyaml's event API.
+/// A parsed document: its root node, and the scalars that broke a length limit (each
+/// reported once, where it starts; the rest of the file is still read).
+public struct YAMLDocument: Sendable {
+    /// The root node; nil for a file with no document.
+    public var root: YAMLNode?
+    /// Scalars longer than their place allows (SPEC §7), in file order.
+    public var problems: [YAMLSyntaxError]
+    /// Where reading stopped because `stopWhen` said so; the tree is then incomplete.
+    public var stoppedAt: SourceLocation?
+}
+
+/// Parses YAML text into a `YAMLNode` tree with libyaml's event API, within the limits of
+/// SPEC §7: the bytes are checked first (UTF-8, printable), nesting is counted from the
+/// events as they arrive and reading stops at level 33 (libyaml's scanner is quadratic in
+/// flow nesting: the rest of such a file is never read), aliases repeat their anchor's
+/// node without copying it and may stand for at most 1,000,000 nodes in all, and each
+/// scalar is measured against its place's limit before its text is copied.
 ///
-/// One document per file; anchors and aliases are resolved by reference (an alias
-/// repeats its anchor's node); an unknown alias is an error.
+/// One document per file; an unknown alias is an error.
 public enum YAMLParser {
-    /// Parses `bytes` as a single YAML document. Returns nil for a file with no document.
+    /// The deepest level a collection may open at; the root collection is level 1.
+    public static let maxDepth = 32
+    /// The most nodes all the aliases of a file may stand for together.
+    public static let maxAliasNodes = 1_000_000
+
+    /// Parses `bytes` as a single YAML document.
     ///
     /// With `streaming`, each item of the list under that top-level key is handed to the
     /// handler as soon as it is complete and is not kept in the tree (the list node stays,
     /// empty): a 100,000-resource manifest never holds all its nodes at once.
-    public static func parse(_ bytes: [UInt8], streaming: (key: String, handler: (YAMLNode) -> Void)? = nil) throws(YAMLSyntaxError) -> YAMLNode? {
-        var parser = yaml_parser_t()
-        guard yaml_parser_initialize(&parser) == 1 else {
-            throw YAMLSyntaxError(location: SourceLocation(line: 1, column: 1), message: "out of memory")
-        }
-        defer { yaml_parser_delete(&parser) }
-
-        return try bytes.withUnsafeBufferPointer { (buffer) throws(YAMLSyntaxError) -> YAMLNode? in
+    ///
+    /// `stopWhen`, asked after each event with the number of `problems` so far, ends the
+    /// reading early (a file with an error in each of its million entries is not read to
+    /// its end).
+    public static func parse(_ bytes: [UInt8], limits: ScalarLimits,
+                             streaming: (key: String, handler: (YAMLNode) -> Void)? = nil,
+                             stopWhen: ((_ problems: Int) -> Bool)? = nil) throws(YAMLSyntaxError) -> YAMLDocument {
+        return try bytes.withUnsafeBufferPointer { (buffer) throws(YAMLSyntaxError) -> YAMLDocument in
+            if let problem = YAMLText.firstProblem(buffer) { throw problem }
+            var parser = yaml_parser_t()
+            guard yaml_parser_initialize(&parser) == 1 else {
+                throw YAMLSyntaxError(location: SourceLocation(line: 1, column: 1), message: "out of memory")
+            }
+            defer { yaml_parser_delete(&parser) }
             yaml_parser_set_input_string(&parser, buffer.baseAddress, buffer.count)
             yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING)
-            var builder = TreeBuilder(streaming: streaming)
+            var builder = TreeBuilder(limits: limits, streaming: streaming)
             var event = yaml_event_t()
             while true {
                 guard yaml_parser_parse(&parser, &event) == 1 else {
@@ -37,8 +63,11 @@ public enum YAMLParser {
                 defer { yaml_event_delete(&event) }
                 if event.type == YAML_STREAM_END_EVENT { break }
                 try builder.consume(event)
+                if let stopWhen, stopWhen(builder.problems.count) {
+                    return YAMLDocument(root: nil, problems: builder.problems, stoppedAt: location(event.end_mark))
+                }
             }
-            return builder.root
+            return YAMLDocument(root: builder.root, problems: builder.problems, stoppedAt: nil)
         }
     }
 
@@ -53,7 +82,11 @@ public enum YAMLParser {
         // For a scanner error the alias or anchor starts at the context mark.
         var at = location(parser.problem_mark)
         let message: String
-        if context == "while scanning an alias" {
+        if parser.error == YAML_READER_ERROR {
+            // Found by `YAMLText` first; libyaml gives such a problem a byte offset, no mark.
+            at = YAMLText.location(ofByte: Int(parser.problem_offset), in: bytes)
+            message = problem
+        } else if context == "while scanning an alias" {
             at = location(parser.context_mark)
             message = "a plain value cannot start with '*' (YAML reads it as an alias); quote it, as in schedule: \"*/15 * * * *\""
         } else if problem == "found character that cannot start any token" {
@@ -96,6 +129,13 @@ public enum YAMLParser {
             var items: [YAMLNode] = []
             var pairs: [(key: YAMLNode, value: YAMLNode)] = []
             var pendingKey: YAMLNode?
+            /// The nodes this collection stands for: itself and everything below, an alias
+            /// counting as all of its anchor's.
+            var weight = 1
+            /// The scalar-limit rules the place of this collection matches (`ScalarLimits`):
+            /// `reached` up to the collection itself, `here` with its current key or item too.
+            var reached: UInt64 = 0
+            var here: UInt64 = 0
 
             init(isMapping: Bool, location: SourceLocation, anchor: String?, tag: String?) {
                 self.isMapping = isMapping
@@ -105,11 +145,20 @@ public enum YAMLParser {
             }
         }
 
+        let limits: ScalarLimits
         let streaming: (key: String, handler: (YAMLNode) -> Void)?
         var stack: [Frame] = []
-        var anchors: [String: YAMLNode] = [:]
+        var anchors: [String: (node: YAMLNode, weight: Int)] = [:]
         var root: YAMLNode?
         var documents = 0
+        var problems: [YAMLSyntaxError] = []
+        /// The nodes the aliases read so far stand for.
+        var aliasWeight = 0
+
+        init(limits: ScalarLimits, streaming: (key: String, handler: (YAMLNode) -> Void)?) {
+            self.limits = limits
+            self.streaming = streaming
+        }
 
         mutating func consume(_ event: yaml_event_t) throws(YAMLSyntaxError) {
             let at = YAMLParser.location(event.start_mark)
@@ -121,7 +170,6 @@ public enum YAMLParser {
                 }
             case YAML_SCALAR_EVENT:
                 let scalar = event.data.scalar
-                let text = String(decoding: UnsafeBufferPointer(start: scalar.value, count: scalar.length), as: UTF8.self)
                 let style: YAMLNode.ScalarStyle
                 switch scalar.style {
                 case YAML_SINGLE_QUOTED_SCALAR_STYLE: style = .singleQuoted
@@ -131,44 +179,84 @@ public enum YAMLParser {
                 default: style = .plain
                 }
                 let quotes = style == .singleQuoted || style == .doubleQuoted ? 2 : 0
+                let limit = currentLimit()
+                if let problem = limit.problem(scalar.length) {
+                    // Measured before a String is made of it: the limit error replaces every
+                    // other error of the value, and its text is never read.
+                    problems.append(YAMLSyntaxError(location: quotes == 2 ? at.advanced(by: 1) : at, message: problem))
+                    add(YAMLNode(.scalar("", style), at: at, tag: Self.string(scalar.tag), isOverLimit: true),
+                        anchor: Self.string(scalar.anchor), weight: 1)
+                    return
+                }
+                let text = String(decoding: UnsafeBufferPointer(start: scalar.value, count: scalar.length), as: UTF8.self)
                 // Verbatim when the source is the text as written (errors then point at their
-                // column). ASCII text is as wide as its bytes, so only other text is counted by
-                // character (grapheme breaking is costly on a manifest's thousands of scalars).
+                // column): as many characters on one line as the text has. An escape is
+                // always wider than the one character it stands for. ASCII text is as wide as
+                // its bytes, so only other text is counted (grapheme breaking is costly on a
+                // manifest's thousands of scalars); it must also be one character per scalar,
+                // as the offsets of value errors count characters.
                 let width = Int(event.end_mark.column - event.start_mark.column)
-                let verbatim = (style == .plain || quotes == 2) && event.start_mark.line == event.end_mark.line
-                    && (width == scalar.length + quotes || width == text.count + quotes)
+                var verbatim = (style == .plain || quotes == 2) && event.start_mark.line == event.end_mark.line
+                if verbatim {
+                    let ascii = UnsafeBufferPointer(start: scalar.value, count: scalar.length).allSatisfy { $0 < 0x80 }
+                    let scalars = ascii ? scalar.length : text.unicodeScalars.count
+                    verbatim = width == scalars + quotes && (ascii || text.count == scalars)
+                }
                 let node = YAMLNode(.scalar(text, style), at: at, tag: Self.string(scalar.tag), isVerbatim: verbatim)
-                add(node, anchor: Self.string(scalar.anchor))
+                add(node, anchor: Self.string(scalar.anchor), weight: 1)
             case YAML_ALIAS_EVENT:
                 let name = Self.string(event.data.alias.anchor) ?? ""
-                guard var node = anchors[name] else {
+                guard let anchored = anchors[name] else {
                     throw YAMLSyntaxError(location: at, message: "unknown alias '*\(name)'; if this is a cron expression, quote it")
                 }
+                // The alias repeats the node it names, never a copy of it; what it stands for
+                // is counted, so a billion laughs is refused at its first million.
+                aliasWeight += anchored.weight
+                if aliasWeight > YAMLParser.maxAliasNodes {
+                    throw YAMLSyntaxError(location: at, message: "with this alias the file's aliases stand for more than "
+                                          + "\(YAMLParser.maxAliasNodes) nodes (an alias bomb?); at most \(YAMLParser.maxAliasNodes) are allowed")
+                }
+                var node = anchored.node
                 node.location = at
-                add(node, anchor: nil)
-            case YAML_SEQUENCE_START_EVENT:
-                let start = event.data.sequence_start
-                stack.append(Frame(isMapping: false, location: at, anchor: Self.string(start.anchor), tag: Self.string(start.tag)))
-            case YAML_MAPPING_START_EVENT:
-                let start = event.data.mapping_start
-                stack.append(Frame(isMapping: true, location: at, anchor: Self.string(start.anchor), tag: Self.string(start.tag)))
+                add(node, anchor: nil, weight: anchored.weight)
+            case YAML_SEQUENCE_START_EVENT, YAML_MAPPING_START_EVENT:
+                let isMapping = event.type == YAML_MAPPING_START_EVENT
+                // Counted from the events as they come: reading stops where level 33 opens.
+                if stack.count >= YAMLParser.maxDepth {
+                    throw YAMLSyntaxError(location: at, message: "this \(isMapping ? "mapping" : "list") opens level \(stack.count + 1) of nesting; "
+                                          + "at most \(YAMLParser.maxDepth) levels are allowed")
+                }
+                let anchor = isMapping ? event.data.mapping_start.anchor : event.data.sequence_start.anchor
+                let tag = isMapping ? event.data.mapping_start.tag : event.data.sequence_start.tag
+                let frame = Frame(isMapping: isMapping, location: at, anchor: Self.string(anchor), tag: Self.string(tag))
+                frame.reached = stack.last.map { $0.isMapping && $0.pendingKey == nil ? 0 : $0.here } ?? limits.allRules
+                frame.here = isMapping ? 0 : limits.narrow(frame.reached, depth: stack.count, step: .item)
+                stack.append(frame)
             case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
                 guard let frame = stack.popLast() else { return }
                 let content: YAMLNode.Content = frame.isMapping ? .mapping(frame.pairs) : .sequence(frame.items)
                 frame.items = []
                 frame.pairs = []
-                add(YAMLNode(content, at: frame.location, tag: frame.tag), anchor: frame.anchor)
+                add(YAMLNode(content, at: frame.location, tag: frame.tag), anchor: frame.anchor, weight: frame.weight)
             default:
                 break
             }
         }
 
-        private mutating func add(_ node: YAMLNode, anchor: String?) {
-            if let anchor { anchors[anchor] = node }
+        /// The limit for the scalar that comes next: a key's, or the one its place names.
+        private func currentLimit() -> ScalarLimit {
+            guard let top = stack.last else { return limits.limit(alive: limits.allRules, depth: 0) }
+            if top.isMapping, top.pendingKey == nil { return limits.key }
+            return limits.limit(alive: top.here, depth: stack.count)
+        }
+
+        private mutating func add(_ node: YAMLNode, anchor: String?, weight: Int) {
+            if let anchor { anchors[anchor] = (node, weight) }
             guard let top = stack.last else {
                 root = node
                 return
             }
+            top.weight += weight
             if !top.isMapping {
                 if let streaming, stack.count == 2, stack[0].isMapping, stack[0].pendingKey?.scalar == streaming.key {
                     streaming.handler(node)
@@ -178,8 +266,10 @@ public enum YAMLParser {
             } else if let key = top.pendingKey {
                 top.pairs.append((key: key, value: node))
                 top.pendingKey = nil
+                top.here = 0
             } else {
                 top.pendingKey = node
+                if top.reached != 0 { top.here = limits.narrow(top.reached, depth: stack.count - 1, step: .key(node.scalar ?? "")) }
             }
         }
 
