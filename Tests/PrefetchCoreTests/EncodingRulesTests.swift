@@ -135,6 +135,34 @@ import Testing
         #expect(combinations == Self.fields.count * EncodingMode.allCases.count * 2 * 8)
     }
 
+    /// Content codings are compared as octets, ASCII letters without case (RFC 9110 §8.4.1:
+    /// case-insensitive tokens), never as Unicode text: under `keep`, a 206 whose label is
+    /// another byte string than the partial's does not continue it, even where Swift's
+    /// String calls them equal ("é" lowercases "É"; "e" + U+0301 is canonically "é"). As
+    /// 58e6943 did for validators. Shown by fuzz-response's `keep` property on these inputs.
+    @Test func contentCodingsCompareAsOctets() {
+        let cases: [(partial: String?, sent: String?, continues: Bool)] = [
+            ("gzip", "GZIP", true), ("gzip", " gzip\t", true), (nil, "identity", true), ("IDENTITY", "", true), ("br", "br", true),
+            ("\u{C9}", "\u{E9}", false), ("\u{E9}", "e\u{301}", false), ("x-gzip", "gzip", false), ("gzip", nil, false),
+        ]
+        for (partial, sent, continues) in cases {
+            var head = ResponseRules.Head(status: 206, etag: "\"c1\"")
+            head.contentRange = "bytes 400-999/1000"
+            head.contentEncoding = sent
+            let request = ResponseRules.Request(resumeFrom: 400, partialTotal: 1000, encoding: .keep, partialEncoding: partial)
+            let label = "partial \(partial.map { Array($0.utf8) } ?? []), sent \(sent.map { Array($0.utf8) } ?? [])"
+            #expect(ResumeRule.continuesEncoding(partial: partial, response: sent) == continues, "\(label)")
+            switch ResponseRules.onHead(request, head) {
+            case .append(let total, let end):
+                #expect(continues && total == 1000 && end == 999, "\(label): appended")
+            case .refuse(let failure):
+                #expect(!continues && failure.message.contains("not the partial's"), "\(label): \(failure.message)")
+            case let other:
+                Issue.record("\(label): \(other)")
+            }
+        }
+    }
+
     @Test func theRefusalNamesTheEncodingAndTheKey() {
         let request = ResponseRules.Request()
         var head = ResponseRules.Head(status: 200)
