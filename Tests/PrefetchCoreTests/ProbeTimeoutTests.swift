@@ -118,6 +118,27 @@ import TestSupport
         #expect(changes.value >= 1)
     }
 
+    /// A stopped monitor is freed with everything it read (LeakSanitizer, scripts/sanitize
+    /// address: each daemon and run left the monitor, its poller thread and its last
+    /// readings behind, held by the thread that held the monitor).
+    @Test func aStoppedMonitorIsReleased() throws {
+        let sysfs = try TemporaryFolder()
+        try sysfs.write("AC/online", "1\n")
+        try sysfs.write("AC/type", "Mains\n")
+        weak var released: ConditionMonitor?
+        do {
+            let monitor = ConditionMonitor(probes: ConditionProbes(power: PowerProbe(root: sysfs.path),
+                                                                   network: NetworkProbe(bus: SystemBusAddress("unix:path=\(sysfs.file("no-bus"))"))),
+                                           cache: sysfs.path, meteredDefault: .unmetered, pollSeconds: 0.05)
+            released = monitor
+            monitor.start()
+            monitor.beginPass()
+            monitor.stop()
+        }
+        for _ in 0..<100 where released != nil { usleep(20_000) }  // the threads end after stop returns
+        #expect(released == nil, "the monitor outlived its stop")
+    }
+
     final class Counter: @unchecked Sendable {
         private let lock = NSLock()
         private var count = 0

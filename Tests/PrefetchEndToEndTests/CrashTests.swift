@@ -92,6 +92,9 @@ import PrefetchCore
         let v1Record = try #require(s.resourceState("a.bin"))
         let failed = try s.runJSON(offset: "+2h", environment: ["PREFETCH_FAULT": "folder-fsync:eio"])
         #expect(failed.stderr.contains("cannot record state") || failed.stdout.contains("cannot record state"), "\(failed.diagnostics)")
+        // SPEC §5: the cache could not be written, so the run exits 1 (it exited 0: the
+        // failed line with no feed and no path was the only word of it).
+        #expect(failed.status == 1, "\(failed.diagnostics)")
         let after = s.resourceState("a.bin")
         #expect(after?.sha256 == v1Record.sha256 && after?.validators == v1Record.validators,
                 "a placement was recorded although its folder was not fsynced: \(String(describing: after))")

@@ -29,7 +29,6 @@ public final class ConditionMonitor: @unchecked Sendable {
     private var pollNow = true
     private var polls = 0
     private var watch: NetworkWatch?
-    private var poller: Thread?
     private let pollerStopped = DispatchSemaphore(value: 0)
     private var change: (@Sendable () -> Void)?
 
@@ -64,12 +63,13 @@ public final class ConditionMonitor: @unchecked Sendable {
         }
         self.watch = watch
         watch.start()
-        let poller = Thread { [self] in
-            pollLoop()
+        // The thread holds the monitor only while it polls: a Thread keeps its block, so a
+        // block holding the monitor that holds the thread would keep both forever.
+        let poller = Thread { [weak self, pollerStopped] in
+            self?.pollLoop()
             pollerStopped.signal()
         }
         poller.name = "prefetch condition poller"
-        self.poller = poller
         poller.start()
         lock.lock()
         while power == nil || network == nil || free == nil {

@@ -3,6 +3,9 @@ import Foundation
 /// Renders a run's events: JSON lines, plain log lines, or live progress bars on a terminal.
 final class RunReporter {
     private var saidStateError = false
+    /// State writes that failed, said or not: a pass with one exits 1 (SPEC §5: the cache
+    /// could not be written).
+    private(set) var stateErrors = 0
     enum Mode { case json, plain, terminal }
 
     private let mode: Mode
@@ -39,6 +42,7 @@ final class RunReporter {
     func handle(_ event: RunEvent) {
         observe?(event)
         if case .stateError = event {  // said once a run, whichever part could not write
+            stateErrors += 1
             guard !saidStateError else { return }
             saidStateError = true
         }

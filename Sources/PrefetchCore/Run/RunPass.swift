@@ -53,6 +53,7 @@ struct RunPass {
         /// What the running transfers go by: the last known reading of each kind (an unknown
         /// one never pauses them), from the one they started with.
         let held = HeldConditions(lastProbe)
+        let stateErrorsBefore = reporter.stateErrors
         let machineID = settings.machineID
         /// `sweep`: partials that cannot resume are discarded first (SPEC §7: when one is found at start).
         func makePlan(sweep: Bool = false) -> (Plan, StateSnapshot, Set<ResourceKey>)? {
@@ -215,8 +216,10 @@ struct RunPass {
             let kept = (try? state.snapshot()).map { PartialSweep.kept(feeds, snapshot: $0, cache: cache, bootID: settings.bootID) } ?? (0, 0)
             console.err("prefetch: error: disk full: transfers paused\(PartialSweep.keptNote(kept))\n")
         }
-        // SPEC §5's exit rule: a metrics file that could not be written fails the pass (§6).
-        let exit: ExitCode = summary.failed > 0 || summary.diskFull || !switched || metricsError != nil ? .failure : .success
+        // SPEC §5's exit rule: a metrics file that could not be written fails the pass (§6),
+        // and so does a state write that failed (the cache could not be written).
+        let unrecorded = reporter.stateErrors > stateErrorsBefore
+        let exit: ExitCode = summary.failed > 0 || summary.diskFull || !switched || metricsError != nil || unrecorded ? .failure : .success
         let notDue = plan.feeds.reduce(0) { $0 + $1.items.filter { $0.status != .due && $0.status != .fresh }.count }
         reporter.summary(summary, seconds: seconds, exit: exit, notDue: notDue)
         return Outcome(exit: exit, nextWakeup: nextWakeup, metricsError: metricsError, wake: wake)
