@@ -11,7 +11,10 @@ import FuzzCheck
 /// Retry-After is never negative and an IMF-fixdate means the seconds to it; ETags compare
 /// weakly and symmetrically; and what `onHead`/`onEnd` decide keeps the partial's bytes
 /// and the manifest's size and cap (nothing appended that does not continue the partial,
-/// nothing placed of another length).
+/// nothing placed of another length), under each `encoding` (SPEC §7: `refuse` takes no
+/// labelled body, `keep` appends only a range carrying the partial's coding, `decode`
+/// appends no encoded range, and checks a decoded body's Content-Length against its bytes
+/// on the wire).
 func fuzzResponse(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let input = bytes(data, size)
     guard input.count >= 16 else { return 0 }
@@ -28,7 +31,12 @@ func fuzzResponse(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         require(expected.matches(head), "head read as \(head), expected \(expected) after the line \(String(decoding: line, as: UTF8.self).debugDescription)")
     }
     check(head: head)
-    checkRules(request, head, onDisk: onDisk, cleanly: cleanly)
+    let onWire: UInt64 = switch reader.wire % 3 {
+    case 0: head.contentLength ?? onDisk
+    case 1: onDisk
+    default: onDisk &+ 1
+    }
+    checkRules(request, head, onDisk: onDisk, onWire: onWire, cleanly: cleanly)
     return 0
 }
 
@@ -165,6 +173,8 @@ func imfFixdate(_ text: String) -> Date? {
 struct Bytes {
     var data: [UInt8]
     var index = 0
+    /// Which count of bytes on the wire a decoded body ends with (`onEnd`'s `onWire`).
+    private(set) var wire: UInt8 = 0
     init(_ data: [UInt8]) { self.data = data }
 
     mutating func byte() -> UInt8 {
@@ -198,6 +208,22 @@ struct Bytes {
         if flags & 16 != 0 { request.revalidating = Validators(etag: tags[Int(byte()) % tags.count], lastModified: dates[0]) }
         if flags & 32 != 0 { request.size = length() }
         if flags & 64 != 0 { request.cap = length() }
+        if flags & 128 != 0 {
+            // SPEC §7's `encoding`: the mode, what decode offers, and the partial's coding
+            // (a listed one, or up to 7 bytes of the input).
+            let choice = byte()
+            request.encoding = EncodingMode.allCases[Int(choice & 3) % 3]  // bits 0-1: the mode; 2: what decode offers; 3-7: the coding
+            if request.encoding == .decode { request.offered = choice & 4 != 0 ? ["gzip", "deflate", "br", "zstd"] : ["gzip", "deflate"] }
+            let codings: [String?] = [nil, "gzip", "br", "identity", "x-gzip"]
+            let pick = Int(choice >> 3) % (codings.count + 1)
+            if pick < codings.count {
+                request.partialEncoding = codings[pick]
+            } else {
+                let count = Int(byte() % 8)
+                request.partialEncoding = String(decoding: (0..<count).map { _ in byte() }, as: UTF8.self)
+            }
+            wire = byte()
+        }
         return request
     }
 
@@ -212,8 +238,23 @@ struct Bytes {
     }
 }
 
-func checkRules(_ request: ResponseRules.Request, _ head: ResponseRules.Head, onDisk: UInt64, cleanly: Bool) {
+/// A Content-Encoding as the reference reads it: its bytes without the blanks around them,
+/// ASCII letters in lower case (RFC 9110 §8.4.1: codings are case-insensitive tokens);
+/// nil for none, an empty one or `identity`. Two codings are the same when these bytes are.
+func referenceCoding(_ value: String?) -> [UInt8]? {
+    guard let value else { return nil }
+    var bytes = Array(value.utf8)[...]
+    while let first = bytes.first, first == 0x20 || first == 0x09 { bytes = bytes.dropFirst() }
+    while let last = bytes.last, last == 0x20 || last == 0x09 { bytes = bytes.dropLast() }
+    let lower = bytes.map { (0x41...0x5A).contains($0) ? $0 + 0x20 : $0 }
+    return lower.isEmpty || lower == Array("identity".utf8) ? nil : lower
+}
+
+func checkRules(_ request: ResponseRules.Request, _ head: ResponseRules.Head, onDisk: UInt64, onWire: UInt64, cleanly: Bool) {
     let decided = ResponseRules.onHead(request, head)
+    let coding = referenceCoding(head.contentEncoding)
+    func shown(_ value: String?) -> String { value?.debugDescription ?? "(none)" }
+    let labelled = "Content-Encoding \(shown(head.contentEncoding))"
     switch decided {
     case .append(let total, let rangeEnd):
         require(head.status == 206, "append for HTTP \(head.status)")
@@ -229,8 +270,21 @@ func checkRules(_ request: ResponseRules.Request, _ head: ResponseRules.Head, on
             require(!ResponseRules.isAnotherVersion(request.partialValidators, etag: head.etag, lastModified: head.lastModified),
                     "bytes of another version appended to the partial")
         }
+        switch request.encoding {
+        case .refuse, .decode:
+            require(coding == nil, "a range with \(labelled) appended under encoding: \(request.encoding)")
+        case .keep:
+            require(request.resumeFrom == 0 || coding == referenceCoding(request.partialEncoding),
+                    "a range with \(labelled) appended to a partial of \(shown(request.partialEncoding))")
+        }
     case .restart(let total):
         require((200..<300).contains(head.status) && head.status != 206, "restart for HTTP \(head.status)")
+        require(request.encoding != .refuse || coding == nil, "a body with \(labelled) taken under encoding: refuse")
+        if request.encoding == .decode, coding != nil {
+            require(total == nil, "a decoded body's file announced as \(String(describing: total)) bytes (its Content-Length counts the wire)")
+            require(ContentCodings.names(in: head.contentEncoding ?? "").allSatisfy(request.offered.contains),
+                    "a body with \(labelled) taken, offered \(request.offered)")
+        }
         if let total {
             require(total <= request.cap, "restart for \(total) bytes over the cap \(request.cap)")
             if let size = request.size { require(total == size, "restart for \(total) bytes, size \(size)") }
@@ -252,7 +306,9 @@ func checkRules(_ request: ResponseRules.Request, _ head: ResponseRules.Head, on
     case .refuse, .cachedCopy: return
     case .append, .restart, .noBody: break
     }
-    let ended = ResponseRules.onEnd(request, head, onDisk: onDisk, cleanly: cleanly, cut: "cut", now: Date(timeIntervalSince1970: 1_780_000_000))
+    let decodes = request.encoding == .decode && coding != nil && (200..<300).contains(head.status)
+    let ended = ResponseRules.onEnd(request, head, onDisk: onDisk, onWire: decodes ? onWire : nil, cleanly: cleanly, cut: "cut",
+                                    now: Date(timeIntervalSince1970: 1_780_000_000))
     switch ended {
     case .finalize(let total):
         require(total == onDisk, "finalize of \(total) bytes with \(onDisk) on disk")
@@ -260,7 +316,10 @@ func checkRules(_ request: ResponseRules.Request, _ head: ResponseRules.Head, on
         if let size = request.size { require(total == size, "finalize of \(total) bytes, size \(size)") }
         if (200..<300).contains(head.status) {
             require(cleanly, "finalize after a cut exchange")
-            if head.status == 206 {
+            if decodes {
+                // SPEC §7: a decoded body's Content-Length is of the bytes as sent.
+                if let length = head.contentLength { require(length == onWire, "finalize of a decoded body of \(onWire) bytes on the wire announced as \(length)") }
+            } else if head.status == 206 {
                 let range = ResponseRules.contentRange(head.contentRange)
                 require(range != nil && range!.end + 1 == onDisk, "finalize of a 206 with range \(String(describing: range)) and \(onDisk) bytes")
             } else if let length = head.contentLength {

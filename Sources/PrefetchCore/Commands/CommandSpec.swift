@@ -100,9 +100,9 @@ public enum Commands {
                               OptionSpec("--at", value: "TIME", "Evaluate at TIME: RFC 3339, or HH:MM today in the system's zone."),
                               assume, json, config],
                     discussion: "Reads feeds and recorded state; never transfers and never writes the cache.\nStates: due, waiting, deferred, fresh, backoff, failed, expired. Exit 0 unless the feeds or options are wrong (2).\n"
-                        + "A cached copy that no longer matches its entry (sha256, size, or url other than its query) is due at once:\n"
-                        + "reason 'changed'. Times are compared to the nanosecond: refresh: 0s revalidates at every release, and\n"
-                        + "without schedule or window at every run. Cron: a day field that begins with '*' keeps its step\n"
+                        + "A cached copy that no longer matches its entry (sha256, size, encoding, or url other than its query) is due\n"
+                        + "at once: reason 'changed'. Times are compared to the nanosecond: refresh: 0s revalidates at every release,\n"
+                        + "and without schedule or window at every run. Cron: a day field that begins with '*' keeps its step\n"
                         + "(0 12 */2 * 1 is Mondays on odd days of the month, as in Vixie cron).",
                     environment: environment(transfers: false), available: true),
         CommandSpec(name: "run", abstract: "Transfer what is due now, verify it and place it in the cache.", arguments: nil,

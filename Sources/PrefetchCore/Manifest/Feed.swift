@@ -124,17 +124,27 @@ public struct Resource: Sendable {
     public var headers: [HeaderField]
     /// Where the resource's entry starts in the manifest.
     public var location: SourceLocation
+    /// Its effective `encoding` (SPEC §7): its own, else its feed's, else `refuse`.
+    public var encoding: EncodingMode = .refuse
 }
 
 extension Resource {
     /// The manifest entry as far as a cached copy and its failures depend on it: the URL's
-    /// identity (no query), `sha256` and `size`. A failure recorded for another fingerprint
-    /// is of an entry since changed: its attempts start afresh (SPEC §5). Plain text, not
-    /// hashed again: it is made for every job of a run, and stored only with a failure.
+    /// identity (no query), `sha256`, `size` and `encoding` (only when not the default
+    /// `refuse`, so fingerprints recorded before the key existed still match). A failure
+    /// recorded for another fingerprint is of an entry since changed: its attempts start
+    /// afresh (SPEC §5). Plain text, not hashed again: it is made for every job of a run, and
+    /// stored only with a failure.
     public var fingerprint: String { fingerprint(identity: "") }
 
     /// The fingerprint, given the URL's identity hash when the caller has it ("" when not).
     public func fingerprint(identity: String) -> String {
         (identity.isEmpty ? url.identityHash : identity) + ":" + (sha256 ?? "") + ":" + (size.map(String.init) ?? "")
+            + (encoding == .refuse ? "" : ":" + encoding.rawValue)
     }
+
+    /// The bytes its transfer moves over the wire, when known before it starts: `size`,
+    /// except with `decode`, whose `size` counts the decoded bytes; what comes over the wire
+    /// (what the metered budget counts, SPEC §7) is known only as it arrives.
+    var sizeOnWire: UInt64? { encoding == .decode ? nil : size }
 }

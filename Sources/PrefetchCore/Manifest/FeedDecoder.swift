@@ -4,7 +4,7 @@ import Foundation
 public struct FeedDecoder {
     /// Top-level keys of a feed manifest, in the order the README documents them.
     public static let feedKeys = ["name", "schedule", "timezone", "window", "days", "jitter", "conditions",
-                                  "refresh", "retry", "limits", "prune", "consistency", "resources"]
+                                  "refresh", "retry", "limits", "prune", "consistency", "encoding", "resources"]
     static let conditionKeys = ["network", "power", "min_battery", "min_free_space", "metered_budget"]
     static let retryKeys = ["attempts", "backoff", "max_backoff"]
     static let limitKeys = ["concurrency", "max_rate", "connect_timeout", "stall_timeout", "max_redirects",
@@ -178,6 +178,12 @@ public struct FeedDecoder {
             }
         } else {
             reader.error("a feed needs 'resources': a list of things to fetch", at: root.location)
+        }
+
+        // encoding (SPEC §7 "Encoded bodies"): the feed's is the default of its resources,
+        // which may give their own.
+        if let node = entries["encoding"]?.value, let encoding = reader.encoding(node) {
+            streamed.inheritEncoding(encoding, into: &resources)
         }
 
         return Feed(name: name, file: file, nameLocation: nameLocation, schedule: schedule, timeZone: zone, timeZoneName: zoneName,

@@ -1,7 +1,7 @@
 /// Decodes a feed's resources one at a time, as the YAML parser completes each entry, so
 /// their nodes never pile up; checks paths across the feed as it goes.
 final class ResourceDecoder {
-    static let keys = ["url", "path", "sha256", "size", "max_size", "not_before", "expires", "priority", "headers"]
+    static let keys = ["url", "path", "sha256", "size", "max_size", "not_before", "expires", "priority", "headers", "encoding"]
 
     private let config: Config
     private var reader: NodeReader
@@ -11,6 +11,9 @@ final class ResourceDecoder {
     private var paths = PathClaims()
     /// How many entries the list had, valid or not.
     private(set) var count = 0
+    /// Resources (indices into `decoded`) that give their own `encoding`: the feed's does not
+    /// replace theirs (`inheritEncoding`). Usually none.
+    private var ownEncoding: Set<Int> = []
     /// How many errors its entries had so far.
     var errorCount: Int { reader.errorCount }
 
@@ -25,6 +28,7 @@ final class ResourceDecoder {
         guard let entries = reader.mapping(item, allowed: Self.keys, what: "a resource") else { return }
         // One pass over the (few) entries: each key found once, not looked up once per field.
         var urlEntry, pathEntry, shaEntry, sizeEntry, maxSizeEntry, notBeforeEntry, expiresEntry, priorityEntry, headersEntry: YAMLNode?
+        var encodingEntry: YAMLNode?
         for entry in entries.pairs {
             switch entry.name {
             case "url": urlEntry = entry.pair.value
@@ -36,6 +40,7 @@ final class ResourceDecoder {
             case "expires": expiresEntry = entry.pair.value
             case "priority": priorityEntry = entry.pair.value
             case "headers": headersEntry = entry.pair.value
+            case "encoding": encodingEntry = entry.pair.value
             default: break  // `mapping` reported it
             }
         }
@@ -90,13 +95,22 @@ final class ResourceDecoder {
             priority = value
         }
         let headers = headersEntry.map { decodeHeaders($0) } ?? []
+        let encoding = encodingEntry.flatMap { reader.encoding($0) }
 
         guard let url, let path, claim(path, at: pathNode.location, entry: item.location) else { return }
         if notBefore != nil || expires != nil {
             pending.append((decoded.count, notBefore, expires, expiresEntry?.location))
         }
+        if encoding != nil { ownEncoding.insert(decoded.count) }
         decoded.append(Resource(url: url, path: path, sha256: sha256, size: size?.bytes, maxSize: maxSize?.bytes,
-                                notBefore: nil, expires: nil, priority: priority, headers: headers, location: item.location))
+                                notBefore: nil, expires: nil, priority: priority, headers: headers, location: item.location,
+                                encoding: encoding ?? .refuse))
+    }
+
+    /// SPEC §7: the feed's `encoding` for every resource that does not give its own.
+    func inheritEncoding(_ encoding: EncodingMode, into resources: inout [Resource]) {
+        guard encoding != .refuse else { return }  // every resource starts as refuse
+        for index in resources.indices where !ownEncoding.contains(index) { resources[index].encoding = encoding }
     }
 
     /// The resources, with bare dates resolved in the feed's zone; merges diagnostics into `into`.
@@ -194,5 +208,17 @@ final class ResourceDecoder {
             reader.error("path '\(path)' would put a folder where the resource at line \(line) keeps its file '\(prefix)'", at: location)
         }
         return false
+    }
+}
+
+extension NodeReader {
+    /// An `encoding` value (SPEC §7): `refuse`, `keep` or `decode`; a content coding's name
+    /// (`gzip`) gets a hint saying what the key means.
+    mutating func encoding(_ node: YAMLNode) -> EncodingMode? {
+        if let text = node.scalar, !node.isNull, EncodingMode(rawValue: text) == nil, let hint = EncodingMode.hint(for: text) {
+            error(ValueError("encoding must be refuse, keep or decode, found '\(text)' (\(hint))"), in: node)
+            return nil
+        }
+        return choice(node, what: "encoding", EncodingMode.choices)
     }
 }

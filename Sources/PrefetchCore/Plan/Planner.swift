@@ -162,7 +162,8 @@ public enum Planner {
             } else if let block = blocked.first(where: { !$0.ok }) {
                 item.status = .waiting
                 item.reason = block.reason
-            } else if let budgetBlock = meteredBudgetBlock(feed, remaining: item.remaining, input: input, clock: timing.clock) {
+            } else if let budgetBlock = meteredBudgetBlock(feed, remaining: resource.encoding == .decode ? nil : item.remaining, input: input,
+                                                           clock: timing.clock) {  // decode: the bytes on the wire are not known (§7)
                 item.status = .waiting
                 item.reason = budgetBlock
             } else {
@@ -198,13 +199,15 @@ public enum Planner {
 
     /// Whether the recorded copy is of another version of the entry: its URL changed in
     /// scheme, host, port or path, or the entry's `sha256` or `size` differs from what was
-    /// recorded for the copy (SPEC §5). Only a copy prefetch recorded counts: a cached file
-    /// without a record (state.db rebuilt) is simply revalidated.
+    /// recorded for the copy, or its effective `encoding` from the one the copy was stored
+    /// under (SPEC §5, §7). Only a copy prefetch recorded counts: a cached file without a
+    /// record (state.db rebuilt) is simply revalidated.
     static func copyIsOfAnotherEntry(_ resource: Resource, _ state: ResourceState, sameURL: Bool) -> Bool {
         guard state.placedAt != nil || state.validatedAt != nil else { return false }
         if !sameURL { return true }
         if let sha256 = resource.sha256, state.sha256 != sha256 { return true }
         if let size = resource.size, state.length != size { return true }
+        if resource.encoding != state.copyEncoding { return true }
         return false
     }
 

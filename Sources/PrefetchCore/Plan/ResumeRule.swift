@@ -116,15 +116,27 @@ enum ResumeRule {
     }
 
     /// Whether a 206 answering a resume carries the partial's encoding (`keep`: both the
-    /// same coding, or both identity).
+    /// same coding, or both identity). Compared as octets (`normalized`), never as Unicode
+    /// text, where "é" and "e" + U+0301 are one string.
     static func continuesEncoding(partial: String?, response: String?) -> Bool {
-        normalized(partial) == normalized(response)
+        switch (normalized(partial), normalized(response)) {
+        case (nil, nil): true
+        case (let ours?, let theirs?): ours.utf8.elementsEqual(theirs.utf8)
+        default: false
+        }
     }
 
-    /// A Content-Encoding as compared: trimmed and lowercased; nil for none or identity.
+    /// A Content-Encoding as compared and recorded: without the blanks around it, ASCII
+    /// letters in lower case (RFC 9110 §8.4.1: codings are case-insensitive tokens), every
+    /// other byte as sent; nil for none, an empty one or identity.
     static func normalized(_ encoding: String?) -> String? {
-        guard let value = encoding?.trimmingSpaces().lowercased(), !value.isEmpty, value != "identity" else { return nil }
-        return value
+        guard let encoding else { return nil }
+        var bytes = Substring(encoding).utf8[...]
+        while let first = bytes.first, first == 0x20 || first == 0x09 { bytes = bytes.dropFirst() }
+        while let last = bytes.last, last == 0x20 || last == 0x09 { bytes = bytes.dropLast() }
+        let lower = bytes.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }
+        guard !lower.isEmpty, !lower.elementsEqual("identity".utf8) else { return nil }
+        return String(decoding: lower, as: UTF8.self)
     }
 
     /// Whether an `Accept-Ranges` field value says `none` (RFC 9110 §14.3; a token list,

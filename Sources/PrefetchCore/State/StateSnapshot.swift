@@ -120,6 +120,9 @@ public struct ResourceState: Sendable, Equatable {
     /// Length of the placed copy.
     public var length: UInt64?
     public var sha256: String?
+    /// The `encoding` the placed copy was stored under (SPEC §7; `refuse` for a copy placed
+    /// before state.db recorded it): an entry that now says another makes it `changed`.
+    public var copyEncoding = EncodingMode.refuse
     public var placedAt: Instant?
     /// Last time the copy was confirmed current (placed, or a 304).
     public var validatedAt: Instant?

@@ -157,6 +157,12 @@ public final class StateStore {
         UPDATE resources SET response_etag = etag, response_last_modified = last_modified, response_length = length,
             response_at = placed_at WHERE placed_at IS NOT NULL;
         """,
+        // 3 → 4: the `encoding` (SPEC §7: refuse, keep, decode) each placed copy was stored
+        // under: a copy whose entry now says another is `changed` (§5). Copies placed before
+        // had no key to say otherwise: NULL reads as `refuse`.
+        """
+        ALTER TABLE resources ADD COLUMN copy_encoding TEXT;
+        """,
     ]
 
     /// The URL a resource has now, for re-keying version 1's hashes (nil: no longer listed).
@@ -262,7 +268,7 @@ public final class StateStore {
             SELECT feed, path, url_hash, etag, last_modified, length, sha256, placed_at, validated_at,
                    last_success, last_error, failures, failure_release, permanent, next_retry, failure_entry,
                    response_etag, response_last_modified, response_date, response_accept_ranges_none, response_encoding, response_at,
-                   response_length
+                   response_length, copy_encoding
             FROM resources
             """)
         while try resources.step() {
@@ -284,6 +290,7 @@ public final class StateStore {
                                                    acceptRangesNone: resources.int(19) == 1, contentEncoding: resources.text(20))
                 state.lastResponseLength = resources.int(22).map { UInt64(bitPattern: $0) }
             }
+            state.copyEncoding = resources.text(23).flatMap(EncodingMode.init(rawValue:)) ?? .refuse
             snapshot.resources[ResourceKey(feed: resources.text(0) ?? "", path: resources.text(1) ?? "")] = state
         }
         let partials = try db.prepare("""
@@ -357,22 +364,24 @@ public final class StateStore {
 
     /// Records a verified copy placed (or confirmed by a 304) at `time`; clears failures and,
     /// unless the caller knows there is none (`clearPartial: false`), the partial's record.
-    /// A 304 (`placed: false`) keeps the placed copy's recorded length and sha256.
+    /// A 304 (`placed: false`) keeps the placed copy's recorded length, sha256 and `encoding`
+    /// (the mode a placed copy was stored under, SPEC §7).
     /// `response`: the 2xx response that delivered a placed copy, recorded as the resource's
     /// last (`recordResponse`); nil keeps the one recorded.
     public func recordValidated(_ key: ResourceKey, urlHash: String, validators: Validators, length: UInt64?,
-                                sha256: String?, placed: Bool, at time: Instant, clearPartial: Bool = true,
+                                sha256: String?, placed: Bool, encoding: EncodingMode = .refuse, at time: Instant, clearPartial: Bool = true,
                                 response: ResponseFacts? = nil) throws(SQLiteError) {
         func upsert() throws(SQLiteError) {
             try db.run("""
                 INSERT INTO resources (feed, path, url_hash, etag, last_modified, length, sha256, placed_at, validated_at, last_success, failures, permanent,
                                        response_etag, response_last_modified, response_date, response_accept_ranges_none, response_encoding, response_at,
-                                       response_length)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?, ?)
+                                       response_length, copy_encoding)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (feed, path) DO UPDATE SET url_hash = excluded.url_hash, etag = excluded.etag,
                     last_modified = excluded.last_modified,
                     length = CASE WHEN excluded.placed_at IS NULL THEN resources.length ELSE excluded.length END,
                     sha256 = CASE WHEN excluded.placed_at IS NULL THEN resources.sha256 ELSE excluded.sha256 END,
+                    copy_encoding = CASE WHEN excluded.placed_at IS NULL THEN resources.copy_encoding ELSE excluded.copy_encoding END,
                     placed_at = COALESCE(excluded.placed_at, resources.placed_at), validated_at = excluded.validated_at,
                     last_success = excluded.last_success, last_error = NULL, last_error_at = NULL, failures = 0,
                     failure_release = NULL, permanent = 0, next_retry = NULL, failure_entry = NULL,
@@ -389,7 +398,8 @@ public final class StateStore {
                       .optional(length), .optional(sha256), placed ? .instant(time) : .null, .instant(time), .instant(time),
                       .optional(response?.etag), .optional(response?.lastModified), .optional(response?.date),
                       .int(response?.acceptRangesNone == true ? 1 : 0), .optional(response?.contentEncoding),
-                      response == nil ? .null : .instant(time), response == nil ? .null : .optional(length)])
+                      response == nil ? .null : .instant(time), response == nil ? .null : .optional(length),
+                      placed ? .text(encoding.rawValue) : .null])
         }
         guard clearPartial else { return try upsert() }
         try db.transaction { () throws(SQLiteError) in

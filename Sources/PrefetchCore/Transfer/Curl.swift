@@ -27,6 +27,9 @@ struct CurlRequestOptions {
     var headers: [String]
     var connectTimeout: Int
     var bufferSize: Int
+    /// CURLOPT_ACCEPT_ENCODING: the codings to offer and decode (`encoding: decode`); nil
+    /// offers none and leaves bodies as sent (the request's own `Accept-Encoding: identity`).
+    var acceptEncoding: String? = nil
 }
 
 /// libcurl's data callback type (CURLOPT_WRITEFUNCTION, CURLOPT_HEADERFUNCTION).
@@ -109,6 +112,8 @@ final class CurlEasy {
         errorBuffer[0] = 0  // the last request's message is not this one's
         try setHeaders(request.headers)
         try set(CURLOPT_CONNECTTIMEOUT, request.connectTimeout, "connect timeout")  // the TCP connect and the TLS handshake
+        // Set on every request: a reused handle must not decode for a transfer that did not ask.
+        try check(CShims_easy_setopt_string(handle, CURLOPT_ACCEPT_ENCODING, request.acceptEncoding), "accept encoding")
         if bufferSize != request.bufferSize {
             try set(CURLOPT_BUFFERSIZE, request.bufferSize, "buffer size")
             bufferSize = request.bufferSize
@@ -165,6 +170,17 @@ final class CurlEasy {
         var pointer: UnsafeMutablePointer<CChar>?
         guard CShims_easy_getinfo_string(handle, CURLINFO_REDIRECT_URL, &pointer) == CURLE_OK, let pointer else { return nil }
         return String(cString: pointer)
+    }
+
+    /// Body bytes of the current response as they came over the wire, before any decoding
+    /// (CURLINFO_SIZE_DOWNLOAD_T: libcurl's count of the body, chunked framing left out).
+    /// libcurl counts a read before it decodes it, except in a chunked body, where it counts
+    /// the read after its decoded bytes were handed over: inside the write callback the
+    /// figure may lag by one read, and it is exact once the exchange ends.
+    var bytesOnWire: UInt64 {
+        var value: curl_off_t = 0
+        guard CShims_easy_getinfo_off(handle, CURLINFO_SIZE_DOWNLOAD_T, &value) == CURLE_OK, value > 0 else { return 0 }
+        return UInt64(value)
     }
 
     /// Whether the request is out (CURLINFO_PRETRANSFER_TIME_T is set once libcurl is about
@@ -278,6 +294,15 @@ final class CurlMulti {
 enum CurlGlobal {
     static let initialized: Bool = {
         curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+    }()
+
+    /// The content decoders libcurl was built with (`curl_version_info`'s features), for
+    /// `encoding: decode` (`ContentCodings`).
+    static let features: (libz: Bool, brotli: Bool, zstd: Bool) = {
+        // `features` is in every version of the struct: the first is enough.
+        guard let info = curl_version_info(CURLVERSION_FIRST) else { return (false, false, false) }
+        let bits = Int64(info.pointee.features)
+        return (bits & Int64(CURL_VERSION_LIBZ) != 0, bits & Int64(CURL_VERSION_BROTLI) != 0, bits & Int64(CURL_VERSION_ZSTD) != 0)
     }()
 
     /// libcurl result codes prefetch treats specially.

@@ -27,6 +27,13 @@ enum ResponseRules {
         /// how an error names it.
         var cap: UInt64 = .max
         var capName = "the global max_size"
+        /// The resource's `encoding` (SPEC §7 "Encoded bodies"), and with `decode` the codings
+        /// offered (`ContentCodings.offered`: what this libcurl decodes).
+        var encoding = EncodingMode.refuse
+        var offered: [String] = []
+        /// The Content-Encoding of the partial's bytes (nil: identity): with `keep`, a 206 that
+        /// continues it must carry the same.
+        var partialEncoding: String?
     }
 
     /// The response's status and the headers prefetch reads (the last of each name wins),
@@ -108,18 +115,24 @@ enum ResponseRules {
     static func onHead(_ request: Request, _ head: Head) -> OnHead {
         if let problem = head.invalid { return .refuse(invalid(problem, discard: false, head)) }  // RFC 9112 §6.3: nothing of it is used
         guard (200..<300).contains(head.status) else { return .noBody }
-        // FAULTS 15: identity was asked for, so ranges and lengths refer to the stored bytes;
-        // an encoded body is another representation, never the file.
-        if let encoding = head.contentEncoding?.trimmingSpaces().lowercased(), !encoding.isEmpty, encoding != "identity" {
-            return .refuse(failure(.mismatch, "the server sent Content-Encoding: \(encoding) although identity was asked; not placed",
-                                   discard: false, head))
+        // A 200 to a revalidation naming the cached copy's own strong ETag is that copy: a
+        // strong validator changes whenever the bytes do (RFC 9110 §8.8.1). A shared cache
+        // sends one so: Squid 5, asked with If-None-Match alone about an entry it had to
+        // revalidate, gets the origin's 304 and hands its whole entry on as a 200. This comes
+        // before the encoding's rules (SPEC §7): the body is not read, whatever it is labelled.
+        if head.status == 200, let cached = request.revalidating, let tag = cached.etag, !isWeakTag(tag),
+           let sent = head.etag, sent.utf8.elementsEqual(tag.utf8) {  // strong comparison: the same octets
+            return .cachedCopy(Validators(etag: tag, lastModified: head.lastModified ?? cached.lastModified))
         }
-        if head.status == 206 {
-            // SPEC §7: a range that cannot be (negative, reversed, past 2^63, past its total) is
-            // never appended to; the file restarts from zero.
-            guard let range = contentRange(head.contentRange) else {
-                return .refuse(invalid("Content-Range \(quoted(head.contentRange)) is not a valid range; restarting from zero", discard: true, head))
-            }
+        // SPEC §7: a range that cannot be (negative, reversed, past 2^63, past its total) is
+        // never appended to; the file restarts from zero. Such a response is invalid whatever
+        // its encoding, as one with an invalid Content-Length is (above).
+        let range = head.status == 206 ? contentRange(head.contentRange) : nil
+        if head.status == 206, range == nil {
+            return .refuse(invalid("Content-Range \(quoted(head.contentRange)) is not a valid range; restarting from zero", discard: true, head))
+        }
+        if let refused = encodingRefusal(request, head) { return .refuse(refused) }
+        if let range {
             // FAULTS 1: a 206 must continue the partial exactly where it ends.
             guard range.start == request.resumeFrom else {
                 return .refuse(failure(.transient, "the server sent a range that does not continue the partial", discard: true, head))
@@ -139,17 +152,50 @@ enum ResponseRules {
             if let refused = announced(range.total, request, head) { return .refuse(refused) }
             return .append(total: range.total, rangeEnd: range.end)
         }
-        // A 200 to a revalidation naming the cached copy's own strong ETag is that copy: a
-        // strong validator changes whenever the bytes do (RFC 9110 §8.8.1). A shared cache
-        // sends one so: Squid 5, asked with If-None-Match alone about an entry it had to
-        // revalidate, gets the origin's 304 and hands its whole entry on as a 200.
-        if head.status == 200, let cached = request.revalidating, let tag = cached.etag, !isWeakTag(tag),
-           let sent = head.etag, sent.utf8.elementsEqual(tag.utf8) {  // strong comparison: the same octets
-            return .cachedCopy(Validators(etag: tag, lastModified: head.lastModified ?? cached.lastModified))
+        // FAULTS 5: any other 2xx is the whole file from zero, also to a ranged request. A
+        // decoded body's Content-Length counts the bytes as sent, not the file (`onEnd`).
+        let length = decodes(request, head) ? nil : head.contentLength
+        if let refused = announced(length, request, head) { return .refuse(refused) }
+        return .restart(total: length)
+    }
+
+    /// SPEC §7 "Encoded bodies" (FAULTS 15): a body labelled with a Content-Encoding is
+    /// another representation than the identity asked for. `refuse` refuses it (as a
+    /// `sha256` mismatch: one attempt, not retried in the run); `keep` stores it as sent,
+    /// but a 206 continuing a partial must carry the partial's encoding; `decode` takes the
+    /// codings it offered, never a range of them (it never asks for one).
+    static func encodingRefusal(_ request: Request, _ head: Head) -> TransferFailure? {
+        let coding = ResumeRule.normalized(head.contentEncoding)
+        switch request.encoding {
+        case .refuse:
+            guard let coding else { return nil }
+            return failure(.mismatch, "the server sent Content-Encoding: \(coding) although identity was asked; not placed "
+                               + "(set encoding: keep to store it as sent, or decode)", discard: false, head)
+        case .keep:
+            guard head.status == 206, request.resumeFrom > 0,
+                  !ResumeRule.continuesEncoding(partial: request.partialEncoding, response: coding) else { return nil }
+            return failure(.transient, "the server answered the resume with Content-Encoding: \(coding ?? "identity"), not the partial's "
+                               + "\(ResumeRule.normalized(request.partialEncoding) ?? "identity"); restarting from zero", discard: true, head)
+        case .decode:
+            guard let coding else { return nil }
+            let unknown = ContentCodings.names(in: coding).filter { !request.offered.contains($0) }
+            if !unknown.isEmpty {
+                return failure(.mismatch, "the server sent Content-Encoding: \(coding), which this build cannot decode (encoding: decode "
+                                   + "offers \(request.offered.joined(separator: ", "))); not placed", discard: true, head)
+            }
+            if head.status == 206 {
+                return failure(.transient, "the server sent a range of a Content-Encoding: \(coding) body, which cannot be decoded; "
+                                   + "restarting from zero", discard: true, head)
+            }
+            return nil
         }
-        // FAULTS 5: any other 2xx is the whole file from zero, also to a ranged request.
-        if let refused = announced(head.contentLength, request, head) { return .refuse(refused) }
-        return .restart(total: head.contentLength)
+    }
+
+    /// Whether the body is decoded on its way to the partial (`decode`, and it is labelled):
+    /// its Content-Length then counts the bytes as sent, and `size` and the cap the decoded
+    /// bytes.
+    static func decodes(_ request: Request, _ head: Head) -> Bool {
+        request.encoding == .decode && ResumeRule.normalized(head.contentEncoding) != nil
     }
 
     /// A file whose announced length is over its cap, or is not its exact `size`, is refused
@@ -168,8 +214,9 @@ enum ResponseRules {
     // MARK: The end
 
     /// `onDisk`: the partial's bytes now (those kept from before, and what this response
-    /// wrote); `cleanly`: libcurl finished the exchange without an error (`cut` says which).
-    static func onEnd(_ request: Request, _ head: Head, onDisk: UInt64, cleanly: Bool, cut: @autoclosure () -> String,
+    /// wrote); `onWire`: the body's bytes as sent, when it was decoded (`decodes`);
+    /// `cleanly`: libcurl finished the exchange without an error (`cut` says which).
+    static func onEnd(_ request: Request, _ head: Head, onDisk: UInt64, onWire: UInt64? = nil, cleanly: Bool, cut: @autoclosure () -> String,
                       now: @autoclosure () -> Date) -> OnEnd {
         if let problem = head.invalid { return .failed(invalid(problem, discard: false, head)) }
         let status = head.status
@@ -200,7 +247,7 @@ enum ResponseRules {
                 // FAULTS 1, 12, 17: the connection dropped or stalled; keep what arrived.
                 return .failed(failure(.transient, cut(), discard: false, head))
             }
-            return complete(request, head, onDisk: onDisk)
+            return complete(request, head, onDisk: onDisk, onWire: onWire)
         }
         switch status {
         case 401, 403, 404, 410:
@@ -220,9 +267,14 @@ enum ResponseRules {
     /// A 2xx body received whole: its length against what the response and the manifest say
     /// (FAULTS 12–14). A 206 is part of a file: it must carry the bytes its range names, and
     /// it is the whole file only when a total (its own, or `size`) says the file ends there.
-    private static func complete(_ request: Request, _ head: Head, onDisk: UInt64) -> OnEnd {
+    private static func complete(_ request: Request, _ head: Head, onDisk: UInt64, onWire: UInt64?) -> OnEnd {
         var total: UInt64?
-        if head.status == 206, let range = contentRange(head.contentRange) {
+        if decodes(request, head) {
+            // SPEC §7: Content-Length counts the bytes on the wire; `size` (below) the decoded ones.
+            if let length = head.contentLength, let wire = onWire, wire != length {
+                return .failed(failure(.transient, "got \(wire) of \(length) bytes (as sent, before decoding)", discard: true, head))
+            }
+        } else if head.status == 206, let range = contentRange(head.contentRange) {
             if onDisk != range.end + 1 {
                 return .failed(failure(.transient, "the 206 ended at byte \(onDisk) of the range to \(range.end + 1)",
                                        discard: onDisk > range.end + 1, head))

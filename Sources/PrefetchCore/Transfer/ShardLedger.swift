@@ -41,7 +41,8 @@ struct ShardLedger {
                             response: ResponseFacts?, at now: Instant) {
         record(placedIn: folders ?? []) { [job = transfer.job, clearPartial = transfer.partialRecorded] state in
             try state.recordValidated(job.key, urlHash: job.urlHash, validators: validators, length: length, sha256: sha256,
-                                      placed: folders != nil, at: now, clearPartial: clearPartial, response: response)
+                                      placed: folders != nil, encoding: job.resource.encoding, at: now, clearPartial: clearPartial,
+                                      response: response)
         }
     }
 

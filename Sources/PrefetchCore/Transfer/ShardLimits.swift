@@ -46,13 +46,13 @@ final class ShardLimits {
     /// Whether `job` fits its feed's metered budget now (no budget: always).
     func admitUnderBudget(_ job: TransferJob) -> MeteredAllowance.Admission {
         guard let allowance = allowances[job.feed.name] else { return .start }
-        return allowance.admit(job.resource.size.map { $0 - min($0, job.partial?.syncedOffset ?? 0) })
+        return allowance.admit(job.resource.sizeOnWire.map { $0 - min($0, job.partial?.syncedOffset ?? 0) })
     }
 
     /// A transfer started: it joins its feed's bucket, and one of known size reserves what
     /// it still needs of the budget.
     func started(_ transfer: Transfer) {
-        if let allowance = allowances[transfer.job.feed.name], let size = transfer.job.resource.size {
+        if let allowance = allowances[transfer.job.feed.name], let size = transfer.job.resource.sizeOnWire {
             transfer.reservedBudget = max(1, size - min(size, transfer.offset))
             allowance.reserve(transfer.reservedBudget)
         }

@@ -58,8 +58,11 @@ final class Transfer {
     private let faults: FaultPoints
     /// The partial file's inode, once it is open.
     private(set) var fileInode: UInt64?
-    /// Body bytes received in this run (for throughput and metered budgets).
+    /// Body bytes received in this run, as they came over the wire (a decoded body counts
+    /// its bytes as sent, SPEC §7): throughput, the metered budget and the run's totals.
     private(set) var received: UInt64 = 0
+    /// Of a decoded body's bytes on the wire (`CurlEasy.bytesOnWire`), those counted already.
+    private var wireCounted: UInt64 = 0
     /// How much of `received` the engine has counted already.
     var counted: UInt64 = 0
     let startedAt = Date()
@@ -86,8 +89,8 @@ final class Transfer {
         self.partialName = partialName
         self.createFile = createFile
         machine = TransferStateMachine(url: job.resource.url, size: job.resource.size, maxSize: job.resource.maxSize, globalCap: globalCap,
-                                       sha256: job.resource.sha256, encoding: job.resource.encoding, cachedValidators: job.cachedValidators,
-                                       partial: job.partial)
+                                       sha256: job.resource.sha256, encoding: job.resource.encoding, offered: ContentCodings.offered,
+                                       cachedValidators: job.cachedValidators, partial: job.partial)
         let trusted = job.partial.flatMap { partial in
             PartialTrust.trustedLength(record: partial, urlHash: job.urlHash, file: existing.map { ($0.size, $0.inode) }, bootID: bootID)
         }
@@ -175,7 +178,10 @@ final class Transfer {
     /// Sets up the easy handle for `request`. Throws for a missing `${VAR}`, or an option
     /// libcurl refused.
     func send(_ request: TransferStateMachine.Request, config: Config, environment: [String: String]) throws(TransferFailure) {
-        var lines = ["Accept-Encoding: identity"]  // ranges must refer to the stored bytes (FAULTS 15)
+        // Ranges must refer to the stored bytes (FAULTS 15): identity is asked for, unless the
+        // resource says `encoding: decode` (SPEC §7), which offers what libcurl decodes.
+        let decode = job.resource.encoding == .decode
+        var lines = decode ? [] : ["Accept-Encoding: identity"]
         if request.sameOrigin {
             do {
                 // `${VAR}`s filled in and checked here, at request time (SPEC §7).
@@ -194,7 +200,8 @@ final class Transfer {
         }
         connectTimeout = job.feed.limits.connectTimeout ?? config.connectTimeout
         let options = CurlRequestOptions(url: request.url, headers: lines, connectTimeout: Int(connectTimeout.seconds),
-                                         bufferSize: Self.bufferSize(job, limiter: limiter))
+                                         bufferSize: Self.bufferSize(job, limiter: limiter),
+                                         acceptEncoding: decode ? ContentCodings.acceptEncoding : nil)
         responseTimeout = job.feed.limits.responseTimeout ?? config.responseTimeout
         stallTimeout = job.feed.limits.stallTimeout ?? config.stallTimeout
         timer = ResponseTimer(responseTimeout: Double(responseTimeout.seconds), stallTimeout: Double(stallTimeout.seconds))
@@ -211,10 +218,17 @@ final class Transfer {
 
     /// Large reads mean fewer callbacks and writes; a capped feed reads less at a time: about
     /// an eighth of a second of one transfer's share of the rate, so shares stay even.
+    /// A decoded body reads at most 32 KiB at a time: when its writer pauses libcurl (rate,
+    /// budget), libcurl keeps the rest of the read's decoded bytes in memory, up to 64 MiB
+    /// (7.88's pause buffer; past it the transfer fails), and gzip expands at most about
+    /// 1,030-fold, so one read's worth stays under 34 MiB.
     static func bufferSize(_ job: TransferJob, limiter: RateLimiter?) -> Int {
-        guard limiter != nil else { return 512 * 1024 }
-        return RateLimiter.bufferSize(for: (job.feed.limits.maxRate?.bytes ?? 0) / UInt64(max(1, job.feed.limits.concurrency)))
+        let size = limiter == nil ? 512 * 1024
+            : RateLimiter.bufferSize(for: (job.feed.limits.maxRate?.bytes ?? 0) / UInt64(max(1, job.feed.limits.concurrency)))
+        return job.resource.encoding == .decode ? min(size, decodedReadSize) : size
     }
+
+    static let decodedReadSize = 32 * 1024
 
     private static let userAgent = "prefetch/\(ProgramVersion.text)"
 
@@ -237,12 +251,16 @@ final class Transfer {
         case .holdForRecord: return CurlEasy.pauseWriting  // libcurl keeps these bytes and hands them over again
         case .write: break
         }
-        if let limiter, !limiter.take(bytes.count, for: self) {
+        // What the chunk moved over the wire: itself, or for a decoded body the bytes libcurl
+        // read since the last chunk counted (the first chunk of a read carries the read; the
+        // others none, and are not held for rate or budget again).
+        let moved = machine.decodesBody ? easy.bytesOnWire - min(wireCounted, easy.bytesOnWire) : UInt64(bytes.count)
+        if let limiter, moved > 0 || !machine.decodesBody, !limiter.take(Int(moved), for: self) {
             machine.held(.rate)
             return CurlEasy.pauseWriting
         }
         // After the rate check, so a chunk handed over again after a rate pause is counted once.
-        if let allowance, !allowance.take(bytes.count, reservations: reservedBudget == 0) {
+        if let allowance, moved > 0 || !machine.decodesBody, !allowance.take(Int(moved), reservations: reservedBudget == 0) {
             machine.held(.budget)
             return CurlEasy.pauseWriting
         }
@@ -260,7 +278,8 @@ final class Transfer {
             inlineHasher?.update(bytes)
         }
         machine.wrote(bytes.count)
-        received += UInt64(bytes.count)
+        received += moved
+        if machine.decodesBody { wireCounted += moved }
         let written = writtenOffset
         if startWriteback, written >= writebackFrom + Self.writebackStep {
             file.startWriteback(from: writebackFrom, count: written - writebackFrom)
@@ -272,6 +291,7 @@ final class Transfer {
     /// A body begins: the machine says whether and where it is written.
     private func beginBody() {
         guard case .write(let restart, let remaining) = machine.bodyBegins() else { return }
+        wireCounted = 0
         if restart, !emptyPartial() { return }
         if file == nil {
             switch createFile() {
@@ -383,9 +403,15 @@ final class Transfer {
                 words = "cannot connect within \(limit) (connect_timeout)"
             }
         }
+        if machine.decodesBody, easy.bytesOnWire > wireCounted {
+            // The last read of a chunked decoded body is counted after its bytes were handed over.
+            received += easy.bytesOnWire - wireCounted
+            wireCounted = easy.bytesOnWire
+        }
         switch machine.ended(cleanly: curlCode == CurlGlobal.ok, tlsError: CurlGlobal.tlsErrors.contains(curlCode), connectionFailure: cause,
                              malformed: CurlGlobal.malformedResponse(curlCode).map { "\($0) (\(easy.describe(curlCode)))" },
-                             describe: { words ?? easy.describe(curlCode) }, redirectURL: { easy.redirectURL }, maxRedirects: maxRedirects, now: Date()) {
+                             describe: { words ?? easy.describe(curlCode) }, redirectURL: { easy.redirectURL }, onWire: { easy.bytesOnWire },
+                             maxRedirects: maxRedirects, now: Date()) {
         case .follow(let request):
             return .redirect(request)
         case .keepCachedCopy(let validators):

@@ -110,6 +110,8 @@ struct TransferStateMachine {
     private let sha256: String?
     /// The transfer's `encoding` mode (§7's resumable rule reads it).
     let encoding: EncodingMode
+    /// With `decode`, the content codings offered (`ContentCodings.offered`).
+    private let offered: [String]
     private let cachedValidators: Validators?
     /// The partial state.db recorded for this resource, if any.
     private let recordedPartial: PartialState?
@@ -166,9 +168,10 @@ struct TransferStateMachine {
     private(set) var hold: Hold?
 
     init(url: ResourceURL, size: UInt64?, maxSize: UInt64?, globalCap: UInt64, sha256: String?, encoding: EncodingMode = .refuse,
-         cachedValidators: Validators?, partial: PartialState?) {
+         offered: [String] = [], cachedValidators: Validators?, partial: PartialState?) {
         resourceURL = url
         self.encoding = encoding
+        self.offered = encoding == .decode ? offered : []
         self.url = url.text
         self.size = size
         self.sha256 = sha256
@@ -255,7 +258,9 @@ struct TransferStateMachine {
         let revalidating = requestedFrom == 0 && conditional ? cachedValidators : nil
         asked = ResponseRules.Request(resumeFrom: requestedFrom, partialValidators: partialValidators,
                                       partialTotal: requestedFrom > 0 ? recordedPartial?.totalLength : nil,
-                                      revalidating: revalidating, size: size, cap: cap, capName: capName)
+                                      revalidating: revalidating, size: size, cap: cap, capName: capName, encoding: encoding,
+                                      offered: offered,
+                                      partialEncoding: requestedFrom > 0 ? partialResponse.contentEncoding : nil)
         return Request(url: url, sameOrigin: isSameOrigin(url), rangeFrom: requestedFrom, ifRange: requestedFrom > 0 ? ifRange : nil,
                        revalidating: revalidating)
     }
@@ -304,6 +309,10 @@ struct TransferStateMachine {
 
     /// Whether a body beginning now is the first of this response.
     var awaitsBody: Bool { state == .connecting }
+
+    /// Whether the response's body is decoded on its way to the partial (`encoding: decode`,
+    /// and it is labelled): its bytes on the wire are then counted apart (SPEC §7).
+    var decodesBody: Bool { ResponseRules.decodes(asked, head) }
 
     /// Whether an exchange ending now (`cleanly`) had an empty 2xx body, which calls no write
     /// callback: it begins at the end (`bodyBegins`, before `ended`) — a 200 to a ranged
@@ -376,7 +385,9 @@ struct TransferStateMachine {
             return .holdForRecord
         }
         if after > cap {
-            state = .failed(TransferFailure(kind: .mismatch, message: "the body is longer than \(capName); cut off and discarded",
+            // A decoded body is held to the cap as it is decoded: a decompression bomb stops here.
+            let body = decodesBody ? "the decoded body" : "the body"
+            state = .failed(TransferFailure(kind: .mismatch, message: "\(body) is longer than \(capName); cut off and discarded",
                                             retryAfter: nil, discardPartial: true, httpStatus: head.status))
             return .refuse
         }
@@ -415,8 +426,11 @@ struct TransferStateMachine {
     // MARK: The record (SPEC §5)
 
     /// A body that may come to hold 1 MiB, or that continues or replaces a recorded partial.
+    /// A decoded body never resumes (§7): nothing would trust its record, and it is not held
+    /// for one (a pause mid-read keeps the read's decoded bytes in libcurl's memory).
     private var bodyIsRecorded: Bool {
-        requestedFrom > 0 || partialRecorded || (expectedTotal ?? .max) > PartialTrust.recordBefore
+        guard encoding != .decode else { return false }
+        return requestedFrom > 0 || partialRecorded || (expectedTotal ?? .max) > PartialTrust.recordBefore
     }
 
     /// Whether the body being received needs its record committed now.
@@ -465,8 +479,9 @@ struct TransferStateMachine {
     /// (`CurlGlobal.connectionFailure`): such a failure holds the origin (SPEC §6).
     /// `malformed`: libcurl refused the response itself (not HTTP, a negative length, a
     /// header line too long for it), in words: an invalid response (SPEC §7).
+    /// `onWire`: the body's bytes as sent (read only for a decoded body, `decodesBody`).
     mutating func ended(cleanly: Bool, tlsError: Bool, connectionFailure: String? = nil, malformed: String? = nil, describe: () -> String,
-                        redirectURL: () -> String?, maxRedirects: Int, now: Date) -> EndAction {
+                        redirectURL: () -> String?, onWire: () -> UInt64 = { 0 }, maxRedirects: Int, now: Date) -> EndAction {
         if let failure { return .fail(failure) }
         if case .resendingCachedCopy(let validators) = state {
             state = .fresh  // its body was not read: how the connection ended says nothing of the copy
@@ -485,7 +500,7 @@ struct TransferStateMachine {
                                         retryAfter: nil, discardPartial: false, httpStatus: nil,
                                         holdsOrigin: tlsError ? nil : connectionFailure))
         }
-        switch ResponseRules.onEnd(asked, head, onDisk: offset, cleanly: cleanly, cut: describe(), now: now) {
+        switch ResponseRules.onEnd(asked, head, onDisk: offset, onWire: decodesBody ? onWire() : nil, cleanly: cleanly, cut: describe(), now: now) {
         case .redirect:
             guard let target = redirectURL() ?? head.location else {
                 return fail(permanent("HTTP \(head.status) without a usable Location"))

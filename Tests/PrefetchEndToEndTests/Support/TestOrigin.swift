@@ -23,6 +23,10 @@ struct OriginResource: Sendable {
     /// Sent with 200, 206 and 304 answers when set (`max-age=86400`, `no-cache`): what a
     /// shared cache in front of the origin may keep, and for how long.
     var cacheControl: String?
+    /// `Content-Encoding` of 200 and 206 answers when set: `body` is then the encoded bytes as
+    /// sent (Apache's `AddEncoding gzip .gz`, an S3 object with that metadata). Ranges refer
+    /// to them, as on such servers.
+    var contentEncoding: String?
     /// The `Date` its answers carry: now (as every server), none, or this many seconds after
     /// `lastModified` (how old the file looks; RFC 9110 §8.8.2.2 makes a Last-Modified strong
     /// for a client only 60 s before the Date).
@@ -35,11 +39,12 @@ struct OriginResource: Sendable {
     /// the file is at least 60 s old (otherwise: 200, the whole file).
     var apache: ApacheFile?
 
-    init(_ body: [UInt8], etag: String? = nil, lastModified: String? = nil, cacheControl: String? = nil) {
+    init(_ body: [UInt8], etag: String? = nil, lastModified: String? = nil, cacheControl: String? = nil, contentEncoding: String? = nil) {
         self.body = body
         self.etag = etag
         self.lastModified = lastModified
         self.cacheControl = cacheControl
+        self.contentEncoding = contentEncoding
     }
 
     init(text: String, etag: String? = nil, lastModified: String? = nil) {
@@ -89,6 +94,8 @@ enum OriginFault: Sendable {
     case delay(seconds: Double)
     /// Serve this response with W/ on the ETag (so If-Range never matches it).
     case weakETag
+    /// Label this 200/206 answer `Content-Encoding: VALUE` (nil: none), whatever the resource says.
+    case contentEncoding(String?)
 
     // Hostile responses (SPEC §7 "Responses", FAULTS 24 and 26), kept together.
     /// These bytes as the whole answer: no status line, no head; then close.
@@ -686,6 +693,9 @@ private final class OriginConnection {
         default:
             headers.append(("Content-Length", String(body.count)))
         }
+        var coding = resource.contentEncoding
+        if case .contentEncoding(let value) = fault { coding = value }
+        if let coding { headers.append(("Content-Encoding", coding)) }
         headers += validators
         headers.append(("Accept-Ranges", resource.acceptRangesNone ? "none" : "bytes"))
         if let selected { headers.append(("Content-Range", "bytes \(selected.lowerBound)-\(selected.upperBound)/\(total)")) }
