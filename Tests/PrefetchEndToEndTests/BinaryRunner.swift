@@ -52,9 +52,26 @@ enum BinaryRunner {
 
     /// What every prefetch run takes from the test process's environment:
     /// `PREFETCH_TRANSFER_THREADS`, so `PREFETCH_TRANSFER_THREADS=2 swift test` puts every
-    /// run that does not set its own on two transfer threads (`scripts/test` does so).
+    /// run that does not set its own on two transfer threads (`scripts/test` does so), and
+    /// the sanitizers' options (`scripts/sanitize`), so a sanitized binary reports where the
+    /// test runner does.
     static var inherited: [String: String] {
-        ProcessInfo.processInfo.environment.filter { $0.key == "PREFETCH_TRANSFER_THREADS" }
+        ProcessInfo.processInfo.environment.filter { inheritedKeys.contains($0.key) }
+    }
+
+    static let inheritedKeys: Set = ["PREFETCH_TRANSFER_THREADS", "PREFETCH_SANITIZER", "ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS", "TSAN_OPTIONS"]
+
+    /// Which sanitizer the binary was built with (`scripts/sanitize` says), or nil.
+    static var sanitizer: String? { ProcessInfo.processInfo.environment["PREFETCH_SANITIZER"] }
+
+    /// The environment for a prefetch traced by strace: LeakSanitizer cannot work under
+    /// ptrace (it stops every thread with ptrace itself), so it is off there; AddressSanitizer
+    /// still checks every access, and reports on stderr (a traced run may be another user,
+    /// who cannot write to the reports folder).
+    static func traced(_ environment: [String: String]) -> [String: String] {
+        guard let options = ProcessInfo.processInfo.environment["ASAN_OPTIONS"] else { return environment }
+        let kept = options.split(separator: ":").filter { !$0.hasPrefix("log_path=") && !$0.hasPrefix("detect_leaks=") }
+        return environment.merging(["ASAN_OPTIONS": (kept + ["detect_leaks=0"]).joined(separator: ":")]) { $1 }
     }
 
     /// Runs `prefetch arguments…` in `directory`, with `environment` added to a minimal one.

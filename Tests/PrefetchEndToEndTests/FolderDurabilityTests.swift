@@ -24,7 +24,7 @@ import Testing
         // transfer thread, whose file then holds the placements, the fsyncs and the commits.
         let result = try BinaryRunner.run(["-ff", "-e", "trace=mkdirat,fsync,renameat,openat,pwrite64,close", "-e", "signal=none", "-o", trace,
                                            BinaryRunner.executable.path, "run", "--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"],
-                                          in: s.dir.url, environment: ["PREFETCH_TRANSFER_THREADS": "1"],
+                                          in: s.dir.url, environment: BinaryRunner.traced(["PREFETCH_TRANSFER_THREADS": "1"]),
                                           executable: URL(fileURLWithPath: "/usr/bin/strace"))
         #expect(result.status == 0, "\(result.stderr)")
         let files = try FileManager.default.contentsOfDirectory(atPath: s.dir.url.path).filter { $0.hasPrefix("trace.txt.") }

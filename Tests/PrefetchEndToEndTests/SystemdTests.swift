@@ -415,7 +415,7 @@ import PrefetchCore
         // A real system bus (without NetworkManager on it): the probe connects, authenticates as
         // nobody and asks, through sd-bus in libsystemd, as it does on a kiosk.
         let bus = try PrivateBus(in: setup.dir)
-        let environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address]
+        let environment = BinaryRunner.traced(["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
         func traced(_ arguments: [String], trace: String) -> [String] {
             ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/nice", "-n", "10", Self.strace!, "-f", "-qq", "-o", setup.dir.file(trace),
              BinaryRunner.executable.path] + arguments + ["--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"]
