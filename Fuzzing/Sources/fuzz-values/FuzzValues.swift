@@ -165,7 +165,8 @@ func url(_ text: String) {
             require(!raw.isEmpty && segment.utf8.count <= raw.count, "URL \(text.debugDescription) has the last segment \(segment.debugDescription)")
             require(!raw.contains(UInt8(ascii: "%")) ? Array(segment.utf8) == raw : true, "URL \(text.debugDescription) has the last segment \(segment.debugDescription)")
         } else {
-            require(url.path.utf8.last == UInt8(ascii: "/") || url.path.contains("%"), "URL \(text.debugDescription) without a last segment")
+            // On bytes: "%" followed by a combining mark is no Character "%" (fuzz-values, 30-minute run).
+            require(url.path.utf8.last == UInt8(ascii: "/") || url.path.utf8.contains(UInt8(ascii: "%")), "URL \(text.debugDescription) without a last segment")
         }
         require(url.text == text, "URL \(text.debugDescription) kept as \(url.text.debugDescription)")
         for byte in text.utf8 { require(byte > 0x20 && byte != 0x7F, "URL \(text.debugDescription) with a control byte or space accepted") }
