@@ -451,10 +451,18 @@ import PrefetchCore
         let call = try Regex(#"^\d+ +(?:<\.\.\. )?([a-z0-9_]+)[( ]"#)
         var succeeded = Set<String>(), failed = Set<String>(), socketFamilies = Set<String>(), writableExecutable: [String] = []
         var probed = false
+        var busConnects = Set<Substring>()  // pids whose bus connect was interrupted
         for trace in ["run.trace", "daemon.trace"] {
             for line in try String(contentsOfFile: setup.dir.file(trace), encoding: .utf8).split(separator: "\n") {
                 guard let match = line.firstMatch(of: call), let name = match.output[1].substring.map(String.init) else { continue }
-                if name == "connect" && line.contains("sun_path=\"\(bus.socket)\"") && line.hasSuffix(" = 0") { probed = true }
+                // A connect another thread interrupts is split: `connect(…sun_path=… <unfinished ...>`,
+                // then `<... connect resumed>) = 0` on a line of its own (strace -f, one file).
+                let pid = line.prefix { $0 != " " }
+                if name == "connect" && line.contains("sun_path=\"\(bus.socket)\"") {
+                    if line.hasSuffix(" = 0") { probed = true } else if line.hasSuffix("<unfinished ...>") { busConnects.insert(pid) }
+                } else if name == "connect" && line.contains("resumed>") && busConnects.remove(pid) != nil && line.hasSuffix(" = 0") {
+                    probed = true
+                }
                 if line.contains("<unfinished ...>") { continue }  // its "resumed" line has the result
                 if line.range(of: #"= -1 E[A-Z]+"#, options: .regularExpression) != nil { failed.insert(name) } else { succeeded.insert(name) }
                 if name == "socket", let family = line.firstMatch(of: try Regex(#"socket\((AF_[A-Z0-9]+)"#))?.output[1].substring {

@@ -60,7 +60,15 @@ final class BoundedWorker: @unchecked Sendable {
         guard !busy, !finished else { return nil }
         busy = true
         busySince = Clock.monotonicNanoseconds()
-        job = { pending.fulfil(body()) }
+        // Idle before the answer is handed over: a caller woken by it finds the worker free
+        // (it was still busy for a moment: the next call refused, `stuckFor` not nil).
+        job = { [self] in
+            let value = body()
+            condition.lock()
+            busy = false
+            condition.unlock()
+            pending.fulfil(value)
+        }
         condition.broadcast()
         return pending
     }
@@ -88,9 +96,6 @@ final class BoundedWorker: @unchecked Sendable {
             job = nil
             condition.unlock()
             next()
-            condition.lock()
-            busy = false
-            condition.unlock()
         }
     }
 }
