@@ -28,17 +28,35 @@ public enum FileSystem {
         }
     }
 
-    /// The whole content of a regular file.
-    public static func readFile(_ path: String) -> Result<[UInt8], Errno> {
+    /// Opens `path` with `flags` and takes its fstat; a folder is EISDIR. The descriptor is
+    /// the caller's to close.
+    private static func openForReading(_ path: String, _ flags: Int32) -> Result<(Int32, stat), Errno> {
         let fd: Int32
-        switch retryingEINTR({ open(path, O_RDONLY | O_CLOEXEC) }) {
+        switch retryingEINTR({ open(path, flags) }) {
         case .success(let value): fd = value
         case .failure(let error): return .failure(error)
         }
-        defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0 else { return .failure(.current) }
-        guard (info.st_mode & S_IFMT) != S_IFDIR else { return .failure(Errno(EISDIR)) }
+        guard fstat(fd, &info) == 0 else {
+            let error = Errno.current
+            close(fd)
+            return .failure(error)
+        }
+        guard (info.st_mode & S_IFMT) != S_IFDIR else {
+            close(fd)
+            return .failure(Errno(EISDIR))
+        }
+        return .success((fd, info))
+    }
+
+    /// The whole content of a regular file.
+    public static func readFile(_ path: String) -> Result<[UInt8], Errno> {
+        let fd: Int32, info: stat
+        switch openForReading(path, O_RDONLY | O_CLOEXEC) {
+        case .success(let opened): (fd, info) = opened
+        case .failure(let error): return .failure(error)
+        }
+        defer { close(fd) }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(Int(info.st_size) + 1)
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
@@ -67,15 +85,12 @@ public enum FileSystem {
     /// than `limit` + 1 bytes are ever read, so neither a file that grows nor a FIFO nor
     /// `/dev/zero` gets past it. Opening does not wait for a FIFO's writer.
     public static func readFile(_ path: String, limit: Int) -> Result<LimitedRead, Errno> {
-        let fd: Int32
-        switch retryingEINTR({ open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }) {
-        case .success(let value): fd = value
+        let fd: Int32, info: stat
+        switch openForReading(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) {
+        case .success(let opened): (fd, info) = opened
         case .failure(let error): return .failure(error)
         }
         defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { return .failure(.current) }
-        guard (info.st_mode & S_IFMT) != S_IFDIR else { return .failure(Errno(EISDIR)) }
         let regular = (info.st_mode & S_IFMT) == S_IFREG
         if regular, info.st_size > limit { return .success(.tooLarge(size: Int(info.st_size), exact: true)) }
         // Reads block again (a pipe's data may come later); the open only was not to wait.
