@@ -84,8 +84,13 @@ public enum ManPage {
             .BR systemd.service (5),
             .BR systemctl (1),
             .BR crontab (5);
-            the README, in the package as
-            .IR /usr/share/doc/prefetch/README.md.gz .
+            the manual, in the package as
+            .I /usr/share/doc/prefetch/docs/
+            (\\fBcommands.md.gz\\fR: every command, its output and exit statuses;
+            \\fBmanifests.md.gz\\fR: every manifest key;
+            \\fBconfiguration.md.gz\\fR: every config key),
+            and in the source as
+            .IR docs/ .
 
             """
         return out

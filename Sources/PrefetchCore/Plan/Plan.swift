@@ -10,7 +10,7 @@ public struct PlanItem: Sendable, Equatable {
     /// The URL with query values elided.
     public var url: String
     public var status: ResourceStatus
-    /// A short fixed phrase (see the README's list).
+    /// A short fixed phrase (docs/commands.md, "plan", lists them).
     public var reason: String
     /// When the state changes next; nil for due, waiting and expired.
     public var next: Instant?
