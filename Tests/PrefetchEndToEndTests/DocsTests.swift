@@ -79,29 +79,46 @@ import TestSupport
         #expect(checked >= 5, "the docs show manifests and configs: \(checked) checked")
     }
 
-    /// Every block that shows a `prefetch` command with its output is run. `validate` examples
-    /// run in the repository's root, as shown; the README's feed example needs an origin and
-    /// its own test; anything else must be a `console` block.
+    /// Every block that shows a `prefetch` command with its output is run, with the environment
+    /// the line sets (`TZ=Europe/Berlin prefetch …`): `validate` and `plan` examples in the
+    /// repository's root as shown (`plan` with an empty cache of its own); the README's feed
+    /// example needs an origin and has its own test; anything else must be a `console` block.
     @Test func everyCommandShownIsRun() throws {
         var run = 0
         for document in try MarkdownDocument.all() {
-            for block in document.blocks where block.firstLine.hasPrefix("$ prefetch ") && block.tags.first != "console" {
+            for block in document.blocks where block.tags.first != "console" {
+                guard let (environment, command) = Self.shownCommand(block.firstLine) else { continue }
                 let place = "\(document.path):\(block.line)"
-                let command = String(block.firstLine.dropFirst("$ prefetch ".count))
-                if document.path == "README.md" && Self.readmeFeedCommands.contains(where: command.hasPrefix) { continue }
-                #expect(command.hasPrefix("validate "), "\(place): `\(block.firstLine)` is not run by a test: make it a `console` block if it is an illustration")
-                guard command.hasPrefix("validate ") else { continue }
-                let arguments = command.split(separator: " ").map(String.init) + ["--config", "/dev/null"]
-                let result = try BinaryRunner.run(arguments, in: Self.root)
+                if document.path == "README.md" && Self.readmeFeedCommands.contains(where: command.joined(separator: " ").hasPrefix) { continue }
+                #expect(["validate", "plan"].contains(command.first), "\(place): `\(block.firstLine)` is not run by a test: make it a `console` block if it is an illustration")
+                guard ["validate", "plan"].contains(command.first) else { continue }
+                let dir = try TemporaryFolder()
+                let cache = command.first == "plan" && !command.contains("--cache") ? ["--cache", dir.url.path + "/cache"] : []
+                let result = try BinaryRunner.run(command + cache + ["--config", "/dev/null"], in: Self.root, environment: environment)
                 let shown = block.text.split(separator: "\n", omittingEmptySubsequences: false).dropFirst().joined(separator: "\n")
                 #expect(result.stdout + result.stderr == shown, "\(place): the binary prints\n\(result.stdout + result.stderr)")
                 run += 1
             }
         }
-        #expect(run >= 1)
+        #expect(run >= 2)
     }
 
-    static let readmeFeedCommands = ["plan --at ", "run", "status"]
+    /// `$ A=1 B=2 prefetch plan --at T` → (["A": "1", "B": "2"], ["plan", "--at", "T"]); nil for
+    /// a line that runs no prefetch.
+    static func shownCommand(_ line: String) -> (environment: [String: String], arguments: [String])? {
+        guard line.hasPrefix("$ ") else { return nil }
+        var words = line.dropFirst(2).split(separator: " ").map(String.init)
+        var environment: [String: String] = [:]
+        while let word = words.first, let equals = word.firstIndex(of: "="),
+              word[..<equals].allSatisfy({ $0.isUppercase || $0.isNumber || $0 == "_" }) {
+            environment[String(word[..<equals])] = String(word[word.index(after: equals)...])
+            words.removeFirst()
+        }
+        guard words.first == "prefetch" else { return nil }
+        return (environment, Array(words.dropFirst()))
+    }
+
+    static let readmeFeedCommands = ["plan --at ", "plan --timeline --at ", "run", "status"]
 
     /// docs/commands.md's synopsis, and the usage block that opens each command's section, are
     /// the usage lines `prefetch help COMMAND` prints (both come from the command table).
@@ -128,7 +145,8 @@ import TestSupport
         let section = readme.blocks(under: "A feed, its plan, a run")
         let manifest = try #require(section.first { $0.tags.first == "yaml" }).text
         func shown(_ command: String) throws -> (arguments: [String], output: String) {
-            let block = try #require(section.first { $0.firstLine.hasPrefix("$ prefetch " + command) }, "README shows `prefetch \(command)`")
+            let block = try #require(section.first { $0.firstLine.hasPrefix("$ prefetch " + command + " ") || $0.firstLine == "$ prefetch " + command },
+                                     "README shows `prefetch \(command)`")
             let arguments = block.firstLine.dropFirst("$ prefetch ".count).split(separator: " ").map(String.init)
             return (arguments, block.text.split(separator: "\n", omittingEmptySubsequences: false).dropFirst().joined(separator: "\n"))
         }
@@ -138,16 +156,19 @@ import TestSupport
         let dir = try TemporaryFolder()
         try dir.write("feeds/lobby.yaml", manifest.replacingOccurrences(of: "https://media.example.com", with: origin.url("")))
         let common = ["--feeds", "feeds", "--cache", "cache", "--config", "/dev/null"]
-        var environment = ["PREFETCH_MACHINE_ID": "kiosk-17"]
+        var environment = ["PREFETCH_MACHINE_ID": "kiosk-17", "TZ": "Europe/Berlin"]  // the README's machine
 
         let plan = try shown("plan")
         let planned = try BinaryRunner.run(plan.arguments + common, in: dir.url, environment: environment)
         #expect(planned.status == 0 && planned.stdout == plan.output, "prefetch plan prints\n\(planned.stdout)\(planned.stderr)")
+        let timeline = try shown("plan --timeline")
+        let drawn = try BinaryRunner.run(timeline.arguments + common, in: dir.url, environment: environment)
+        #expect(drawn.status == 0 && drawn.stdout == timeline.output, "prefetch plan --timeline prints\n\(drawn.stdout)\(drawn.stderr)")
 
         // The run happens at the plan's moment: the window open, the jitter passed.
         let at = try #require(plan.arguments.firstIndex(of: "--at").map { plan.arguments[$0 + 1] })
         let moment = try #require(ISO8601DateFormatter().date(from: at))
-        environment["PREFETCH_CLOCK_OFFSET"] = "\(Int(moment.timeIntervalSinceNow.rounded()))s"
+        environment["PREFETCH_CLOCK_OFFSET"] = "\(Int(moment.timeIntervalSinceNow.rounded(.up)))s"  // never before the moment
         let probes = ["--assume", "network=unmetered,power=ac"]  // what the README's machine reads
         let run = try shown("run")
         let ran = try BinaryRunner.run(run.arguments + common + probes, in: dir.url, environment: environment)

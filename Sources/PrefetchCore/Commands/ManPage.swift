@@ -112,8 +112,19 @@ public enum ManPage {
     private static func synopsis(_ spec: CommandSpec) -> String {
         var out = ".SY prefetch\n.B \(spec.name)\n"
         if let arguments = spec.arguments { out += notASentenceEnd(text(arguments.usage)) + "\n" }
-        for option in spec.options {
-            out += ".OP " + escape(option.name) + (option.value.map { " " + quoted($0) } ?? "") + "\n"
+        // As `CommandSpec.usage` groups them: alternatives (`[--json | --timeline …]`) and
+        // options nested under another (`[--timeline [--days N]]`) on one text line.
+        func shown(_ option: OptionSpec) -> String {
+            "\\fB" + escape(option.name) + "\\fR" + (option.value.map { " \\fI" + escape($0) + "\\fR" } ?? "")
+                + spec.options.filter { $0.within == option.name }.map { " [" + shown($0) + "]" }.joined()
+        }
+        for option in spec.options where option.within == nil && option.alternativeTo == nil {
+            let alternatives = spec.options.filter { $0.alternativeTo == option.name }
+            if alternatives.isEmpty && !spec.options.contains(where: { $0.within == option.name }) {
+                out += ".OP " + escape(option.name) + (option.value.map { " " + quoted($0) } ?? "") + "\n"
+            } else {
+                out += "[" + shown(option) + alternatives.map { " | " + shown($0) }.joined() + "]\n"
+            }
         }
         return out + ".YS\n"
     }
