@@ -69,6 +69,8 @@ final class ResourceDecoder {
         var sha256: String?
         if let node = shaEntry {
             sha256 = reader.value(node, what: "sha256") { (text) throws(ValueError) -> String in
+                // 64 hex digits in lowercase, as they usually come: taken as they are.
+                if text.utf8.count == 64, text.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) { return text }
                 let lowered = text.lowercased()
                 guard lowered.utf8.count == 64, lowered.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else {
                     throw ValueError("sha256 must be 64 hexadecimal digits, found \(text.count) characters")

@@ -240,6 +240,7 @@ public final class StateStore {
     public func snapshot() throws(SQLiteError) -> StateSnapshot {
         let stamp = try db.changeStamp
         if let last = lastSnapshot, last.stamp == stamp { return last.snapshot }  // nothing written since
+        lastSnapshot = nil  // not kept while the new one is read (a million rows each)
         let snapshot = try readSnapshot()
         lastSnapshot = (stamp, snapshot)
         return snapshot
