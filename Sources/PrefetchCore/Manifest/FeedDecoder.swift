@@ -66,9 +66,12 @@ public struct FeedDecoder {
     /// error or a warning, a file over `max_manifest_size`); the caller then reads it whole
     /// and calls `decode`, which says it, quoting the lines.
     func decodeClean(_ opened: FileDescriptor, file: String) -> Feed? {
+        let limit = Int(clamping: config.maxManifestSize.bytes)
+        // Too large already: refused without reading a byte of it, by the caller.
+        guard case .success(let info) = opened.status(), info.st_size <= limit else { return nil }
         var reader = NodeReader(file: file)
         let resources = ResourceDecoder(config: config, file: file)
-        guard let document = YAMLParser.parseFile(opened, limit: Int(clamping: config.maxManifestSize.bytes), limits: FeedDecoder.scalars,
+        guard let document = YAMLParser.parseFile(opened, limit: limit, limits: FeedDecoder.scalars,
                                                   streaming: (key: "resources", handler: resources.decode),
                                                   stopWhen: { $0 + resources.errorCount > 0 }),
               document.problems.isEmpty, document.stoppedAt == nil, let root = document.root, !root.isNull else { return nil }
