@@ -29,6 +29,7 @@
 #   MEDIA="tmpfs disk"  which tables to produce
 #   CASES="a b c"     which cases to measure (c needs nothing of b's runs: it fills its own cache)
 #   BEFORE=PATH       another prefetch binary, timed in the same rounds as a row "before"
+#   PEERS="curl wget2 aria2c"  the other tools timed (curl is the reference: keep it)
 #   TMPFS_DIR=/dev/shm                 where tmpfs outputs go (must be tmpfs)
 #   DISK_DIR=bench/out/transfer/disk   where disk outputs go (must not be tmpfs)
 #   WWW=bench/out/transfer/www         the served content (generated once, reused)
@@ -244,7 +245,8 @@ cmd_a() {
     curl)     CMD=(curl -sS -f -o "$2/big.bin" "$URL/big.bin") ;;
     wget2)    CMD=(wget2 -q -O "$2/big.bin" "$URL/big.bin") ;;
     aria2c)   CMD=(aria2c -q -x1 -s1 --file-allocation=none -d "$2" -o big.bin "$URL/big.bin") ;;
-    dgst)     CMD=(openssl dgst -sha256 "$WWW/big.bin") ;;   # the hash alone, of the page-cached file: the limit's other half
+    dgst)     CMD=(openssl dgst -sha256 "$WWW/big.bin") ;;
+    curlsync) CMD=(sh -c 'curl -sS -f -o "$1" "$2" && sync "$1"' curlsync "$2/big.bin" "$URL/big.bin") ;;   # the hash alone, of the page-cached file: the limit's other half
     esac
 }
 cmd_b() {
@@ -256,17 +258,18 @@ cmd_b() {
     esac
 }
 
-TOOLS=(prefetch curl wget2 aria2c)
-[ -n "${BEFORE:-}" ] && TOOLS=(prefetch before curl wget2 aria2c)
-# case_tools CASE: the tools of a case, in each round's order; (a) also times the hash alone.
-case_tools() { CASE_TOOLS=("${TOOLS[@]}"); [ "$1" = a ] && CASE_TOOLS+=(dgst); }
+read -r -a TOOLS <<<"prefetch${BEFORE:+ before} ${PEERS:-curl wget2 aria2c}"
+# case_tools CASE MEDIUM: the tools of a case, in each round's order; (a) also times the hash
+# alone and, on disk, curl followed by an fsync of its file (coreutils' `sync FILE`): the peer
+# made as durable as prefetch's placement.
+case_tools() { CASE_TOOLS=("${TOOLS[@]}"); [ "$1" = a ] && CASE_TOOLS+=(dgst) && [ "$2" = disk ] && CASE_TOOLS+=(curlsync); return 0; }
 declare -A TIME CPU NGINX_CPU RSS NRUNS REQS BYTES STATUS FAILED
 # bench_case CASE MEDIUM BASE: a warm-up round, then RUNS ((a)) or RUNS_SMALL rounds, each tool once per
 # round (interleaved, so a change in the machine's load hits every tool alike).
 bench_case() {
     local case=$1 medium=$2 base=$3 tool round n0 why key runs=$RUNS
     [ "$case" = a ] || runs=$RUNS_SMALL
-    case_tools "$case"
+    case_tools "$case" "$medium"
     for ((round = 0; round <= runs; round++)); do
         for tool in "${CASE_TOOLS[@]}"; do
             key="$case/$medium/$tool"
@@ -436,21 +439,24 @@ report() {
     echo "== outputs on $medium: ${FS_DESC[$medium]}"
     echo
     # (a)'s fourth column is nginx's CPU time during the run (its worker's user + sys).
+    has_case a && {
     row "(a) 1 file, $BIG_MIB MiB" "median s" "CPU s" "MiB/s" "nginx s" "peak RSS MB" "x curl" "runs"
     c=${TIME[a/$medium/curl]:-}
-    case_tools a
+    case_tools a "$medium"
     for tool in "${CASE_TOOLS[@]}"; do
         key="a/$medium/$tool"; t=${TIME[$key]:-}
         [ -z "$t" ] && { row "$tool" failed - - - - - -; continue; }
         local what=" (size+sha256, fsync)"
         [ "$medium" = tmpfs ] && what=" (size+sha256)"  # tmpfs: prefetch calls no fsync, which does nothing there
         local label=$tool
-        case $tool in prefetch|before) label="$tool$what" ;; dgst) label="openssl dgst -sha256 (hash alone)" ;; esac
+        case $tool in prefetch|before) label="$tool$what" ;; dgst) label="openssl dgst -sha256 (hash alone)" ;; curlsync) label="curl, then fsync (sync FILE)" ;; esac
         row "$label" "$(fmt "$t" %.3f)" "$(fmt "${CPU[$key]}" %.2f)" \
             "$(awk -v b="$BIG_BYTES" -v t="$t" 'BEGIN { printf "%.0f", b / 1048576 / t }')" "$(fmt "${NGINX_CPU[$key]:-}" %.2f)" "$(mb "${RSS[$key]}")" \
             "$([ -n "$c" ] && awk -v a="$t" -v b="$c" 'BEGIN { printf "%.2f", a / b }' || echo -)" "${NRUNS[$key]}"
     done
     echo
+    }
+    has_case b || has_case c && {
     row "(b) $FILES files x $FILE_KIB KiB, ${CONCURRENCY}-way" "median s" "CPU s" "MiB/s" "req/s" "peak RSS MB" "x curl" "runs"
     c=${TIME[b/$medium/curl]:-}
     for tool in "${TOOLS[@]}" reval idle creval; do
@@ -468,11 +474,13 @@ report() {
             "$([ "$tool" = idle ] && echo - || awk -v n="$FILES" -v t="$t" 'BEGIN { printf "%.0f", n / t }')" "$(mb "${RSS[$key]}")" \
             "$([ -n "$c" ] && awk -v a="$t" -v b="$c" 'BEGIN { printf "%.2f", a / b }' || echo -)" "${NRUNS[$key]}"
     done
-    echo "(c): ${REQS[c/$medium/prefetch]:-?} requests per run, statuses ${STATUS[c/$medium/prefetch]:-?}; body bytes over all (c) runs, from nginx's log: ${C_BODY[$medium]:-?}"
+    has_case c && echo "(c): ${REQS[c/$medium/prefetch]:-?} requests per run, statuses ${STATUS[c/$medium/prefetch]:-?}; body bytes over all (c) runs, from nginx's log: ${C_BODY[$medium]:-?}"
     echo
+    }
     # Verdicts.
     t=${TIME[a/$medium/prefetch]:-}; c=${TIME[a/$medium/curl]:-}
-    if [ -n "$t" ] && [ -n "$c" ]; then
+    if ! has_case a; then :
+    elif [ -n "$t" ] && [ -n "$c" ]; then
         awk -v p="$t" -v c="$c" -v tg="$TARGET_A" 'BEGIN { r = c / p; printf "(a) throughput prefetch/curl = %.2fx  (target >= %.2fx)   %s\n", r, tg, (r >= tg) ? "PASS" : "MISS" }'
         local d=${TIME[a/$medium/dgst]:-}
         [ -n "$d" ] && awk -v p="$t" -v c="$c" -v d="$d" -v tg="$TARGET_A_LIMIT" 'BEGIN { l = (c > d) ? c : d
@@ -486,11 +494,13 @@ report() {
         if [ -z "$fastest" ] || awk -v a="$v" -v b="$fastest" 'BEGIN { exit !(a < b) }'; then fastest=$v; ftool=$tool; fi
     done
     t=${TIME[b/$medium/prefetch]:-}
-    if [ -n "$t" ] && [ -n "$fastest" ]; then
+    if ! has_case b; then :
+    elif [ -n "$t" ] && [ -n "$fastest" ]; then
         awk -v p="$t" -v f="$fastest" -v ft="$ftool" -v tg="$TARGET_B" 'BEGIN { r = p / f; printf "(b) time prefetch/fastest (%s) = %.2fx  (target <= %.1fx)   %s\n", ft, r, tg, (r <= tg) ? "PASS" : "MISS" }'
     else echo "(b) no figure (${FAILED[b/$medium/prefetch]:-a tool failed})   MISS"; fi
     local tc=${TIME[c/$medium/prefetch]:-}
-    if [ -n "$tc" ] && [ -n "$t" ]; then
+    if ! has_case c; then :
+    elif [ -n "$tc" ] && [ -n "$t" ]; then
         awk -v c="$tc" -v b="$t" -v ok="${C_OK[$medium]}" -v body="${C_BODY[$medium]}" -v tg="$TARGET_C" -v note="${C_NOTE[$medium]}" 'BEGIN {
             r = c / b; printf "(c) body bytes %d, all 304: %s; time (c)/(b) = %.2fx  (target 0 bytes, <= %.1fx)   %s\n",
                 body, (ok ? "yes" : "no:" note), r, tg, (ok && body == 0 && r <= tg) ? "PASS" : "MISS" }'
