@@ -413,13 +413,13 @@ public final class StateStore {
                 """, [.text(urlHash), .optional(validators.etag), .optional(validators.lastModified), .instant(time), .instant(time),
                       .text(key.feed), .text(key.path)]) == 1
         }
-        func write() throws(SQLiteError) {
+        func confirmOrUpsert() throws(SQLiteError) {
             if !placed, response == nil, try confirm() { return }
             try upsert()
         }
-        guard clearPartial else { return try write() }
+        guard clearPartial else { return try confirmOrUpsert() }
         try db.transaction { () throws(SQLiteError) in
-            try write()
+            try confirmOrUpsert()
             try db.run("DELETE FROM partials WHERE feed = ? AND path = ?", [.text(key.feed), .text(key.path)])
         }
     }
