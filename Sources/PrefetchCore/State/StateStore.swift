@@ -408,9 +408,25 @@ public final class StateStore {
                       response == nil ? .null : .instant(time), response == nil ? .null : .optional(length),
                       placed ? .text(encoding.rawValue) : .null])
         }
-        guard clearPartial else { return try upsert() }
-        try db.transaction { () throws(SQLiteError) in
+        /// A 304 of a copy state.db knows (a revalidation's common case): one UPDATE of what a
+        /// 304 changes, as the upsert's DO UPDATE would (the copy's length, sha256, encoding,
+        /// placement and last response kept), instead of its twenty values and CASEs. False
+        /// when there is no row to update.
+        func confirm() throws(SQLiteError) -> Bool {
+            try db.run("""
+                UPDATE resources SET url_hash = ?, etag = ?, last_modified = ?, validated_at = ?, last_success = ?, last_error = NULL,
+                    last_error_at = NULL, failures = 0, failure_release = NULL, permanent = 0, next_retry = NULL, failure_entry = NULL
+                WHERE feed = ? AND path = ?
+                """, [.text(urlHash), .optional(validators.etag), .optional(validators.lastModified), .instant(time), .instant(time),
+                      .text(key.feed), .text(key.path)]) == 1
+        }
+        func confirmOrUpsert() throws(SQLiteError) {
+            if !placed, response == nil, try confirm() { return }
             try upsert()
+        }
+        guard clearPartial else { return try confirmOrUpsert() }
+        try db.transaction { () throws(SQLiteError) in
+            try confirmOrUpsert()
             try db.run("DELETE FROM partials WHERE feed = ? AND path = ?", [.text(key.feed), .text(key.path)])
         }
     }
