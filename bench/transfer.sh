@@ -25,6 +25,9 @@
 #                     machine, where 5 medians left the ratio to curl 5-10 % apart run to run
 #   BIN=path          the prefetch binary to measure (bench/run sets it); else it is built
 #                     as scripts/build-release does:
+#   TOOL_BUDGET=60    seconds of timed runs per tool and case: a tool whose warm-up took W s gets
+#                     min(RUNS, TOOL_BUDGET/W) runs, at least 3 (aria2c's (b) on this disk took
+#                     40 s a run at a load average of 20, 11 runs of it 7 minutes)
 #   SCRATCH=DIR       swift build --scratch-path (default: the package's .build)
 #   SKIP_BUILD=1      use the release binary already built
 #   RESULTS=file      append the figures there, one "KEY VALUE" a line (bench/run's table)
@@ -52,6 +55,7 @@ OUT="$BENCH/out"
 WORK="$OUT/transfer"
 RUNS=${RUNS:-5}
 RUNS_SMALL=${RUNS_SMALL:-11}
+TOOL_BUDGET=${TOOL_BUDGET:-60}
 PORT=${PORT:-8790}
 BIG_MIB=${BIG_MIB:-512}
 FILES=${FILES:-2000}
@@ -252,7 +256,7 @@ cmd_b() {
 }
 
 TOOLS=(prefetch curl wget2 aria2c)
-declare -A TIME CPU RSS NRUNS REQS BYTES STATUS FAILED
+declare -A TIME CPU RSS NRUNS REQS BYTES STATUS FAILED CAP
 # bench_case CASE MEDIUM BASE: a warm-up round, then RUNS ((a)) or RUNS_SMALL rounds, each tool once per
 # round (interleaved, so a change in the machine's load hits every tool alike).
 bench_case() {
@@ -262,6 +266,7 @@ bench_case() {
         for tool in "${TOOLS[@]}"; do
             key="$case/$medium/$tool"
             [ -n "${FAILED[$key]:-}" ] && continue
+            [ "$round" -gt 0 ] && [ "$(printf '%s\n' ${TIMES[$key]:-} | grep -c .)" -ge "${CAP[$key]:-$runs}" ] && continue
             "cmd_$case" "$tool" "$base/run"
             # Timed runs are quiet, as curl -sS, wget2 -q and aria2c -q are; the warm-up
             # prints prefetch's summary.
@@ -280,6 +285,9 @@ bench_case() {
             if [ "$round" = 0 ]; then
                 [ "$tool" = prefetch ] && say "bench: ($case, $medium) prefetch says: $(tail -n 1 "$TMP/stdout")"
                 say "bench: ($case, $medium) $tool warm-up ${T_SECS}s"
+                # A tool whose runs take long gets fewer of them (at least 3) within TOOL_BUDGET.
+                CAP[$key]=$(awk -v w="$T_SECS" -v b="$TOOL_BUDGET" -v r="$runs" 'BEGIN { n = (w > 0) ? int(b / w) : r; if (n > r) n = r; if (n < 3) n = 3; print n }')
+                [ "${CAP[$key]}" -lt "$runs" ] && say "bench: ($case, $medium) $tool: ${CAP[$key]} timed runs (its warm-up took ${T_SECS}s; TOOL_BUDGET=${TOOL_BUDGET}s)"
                 continue
             fi
             keep_run "$key"
