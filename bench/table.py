@@ -53,7 +53,7 @@ def ratio_row(workload, p, peer, q, target_text, limit, better="lower", unit=s, 
 
 
 BIG = R.get("transfer.big_mib", "512")
-SMALL = R.get("transfer.files", "2000")
+SMALL = f"{int(R.get('transfer.files', '2000')):,}"
 
 # --- (a), (b), (c) on tmpfs, then on disk -------------------------------------------------
 for medium in ("tmpfs", "disk"):
