@@ -287,3 +287,21 @@ extension Result {
         return nil
     }
 }
+
+/// The signed manifest kept in Fixtures/minisign (made once with minisign 0.11; the fuzz
+/// target `fuzz-minisig` checks against the same): it verifies without minisign installed.
+@Suite struct MinisignFixtureTests {
+    static let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/minisign")
+
+    static func bytes(_ name: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: folder.appendingPathComponent(name))) }
+
+    @Test(arguments: [("lobby.yaml.minisig", "timestamp:1764633600\tfeed:lobby"),
+                      ("lobby.yaml.legacy.minisig", "timestamp:1764633600\tfeed:lobby\tlegacy")])
+    func theFixtureVerifies(_ signature: String, _ comment: String) throws {
+        let pub = try String(decoding: Self.bytes("minisign.pub"), as: UTF8.self).split(separator: "\n")
+        let key = try MinisignPublicKey(parsing: String(pub[1]))
+        #expect(pub[0] == "untrusted comment: minisign public key \(key.keyIDHex)")
+        let verified = try MinisignVerifier.verify(message: Self.bytes("lobby.yaml"), signatureFile: Self.bytes(signature), keys: [key])
+        #expect(verified.trustedComment == comment && verified.timestamp == 1_764_633_600 && verified.keyIDHex == "244E992FE95FD2E6")
+    }
+}
