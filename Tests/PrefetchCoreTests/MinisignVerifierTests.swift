@@ -23,6 +23,8 @@ struct MinisignVerifierTests {
         #expect(key.keyIDHex == signer.keyID)
         #expect(key.keyID.count == 8)
         #expect(MinisignPublicKey.hex(keyID: [0xd7, 0xae, 0xef, 0xd9, 0x4a, 0x71, 0xb8, 0x72]) == "72B8714AD9EFAED7")
+        // Leading zeros kept (minisign 0.11 prints this one as 54360B841172635).
+        #expect(MinisignPublicKey.hex(keyID: [0x35, 0x26, 0x17, 0x41, 0xb8, 0x60, 0x43, 0x05]) == "054360B841172635")
     }
 
     /// Both algorithms verify: minisign 0.11's default `ED` (BLAKE2b-512 of the file signed)
@@ -80,6 +82,10 @@ struct MinisignVerifierTests {
         let real = try Self.key(signer), impostor = try Self.key(other)
         let forged = try MinisignPublicKey(parsing: Data(Array("Ed".utf8) + real.keyID + impostor.key).base64EncodedString())
         #expect(Self.verify(Self.manifest, try signer.sign(Self.manifest), [forged]).error == .badSignature(keyID: signer.keyID))
+        // Listed beside the real one (in either order), the real one verifies.
+        for keys in [[forged, real], [real, forged]] {
+            #expect((try? Self.verify(Self.manifest, try signer.sign(Self.manifest), keys).get())?.keyIDHex == signer.keyID)
+        }
     }
 
     /// A changed file — one byte, one byte more or less, another file — is refused, by

@@ -11,7 +11,8 @@ public final class MinisignKey: @unchecked Sendable {
     public let folder: TemporaryFolder
     /// The public key string (the second line of `minisign.pub`), as a config names it.
     public let publicKey: String
-    /// The key id as minisign prints it in `minisign.pub`'s comment (16 uppercase hex digits).
+    /// The key id of `minisign.pub`'s comment, as 16 uppercase hex digits: minisign 0.11
+    /// prints it without its leading zeros (`%llX`), padded here to the width prefetch shows.
     public let keyID: String
 
     /// A new key pair.
@@ -24,7 +25,7 @@ public final class MinisignKey: @unchecked Sendable {
             throw MinisignError(message: "minisign -G wrote an unexpected minisign.pub: \(lines)")
         }
         publicKey = lines[1]
-        keyID = String(id)
+        keyID = String(repeating: "0", count: max(0, 16 - id.count)) + id
     }
 
     /// The `.minisig` bytes for `message`: prehashed (`ED`, minisign's default) unless

@@ -7,7 +7,8 @@ public struct MinisignPublicKey: Sendable, Equatable {
     let key: [UInt8]
 
     /// The key id as minisign prints it ("public key 72B8714AD9EFAED7"): the 8 bytes read as
-    /// a little-endian number, 16 uppercase hex digits.
+    /// a little-endian number in uppercase hex, always 16 digits (minisign 0.11 drops leading
+    /// zeros: its `54360B841172635` is `054360B841172635` here).
     public var keyIDHex: String { Self.hex(keyID: keyID) }
 
     /// The length of a key string: 42 bytes in base64.

@@ -11,7 +11,9 @@ public struct MinisignVerifier {
     public static func verify(message: [UInt8], signatureFile: [UInt8], keys: [MinisignPublicKey]) throws(SignatureError) -> VerifiedSignature {
         let file = try MinisignSignatureFile(parsing: signatureFile)
         let keyID = MinisignPublicKey.hex(keyID: file.keyID)
-        guard let key = keys.first(where: { $0.keyID == file.keyID }) else {
+        // Every listed key with that id is tried (ids are 8 random bytes: two only by mistake).
+        let candidates = keys.filter { $0.keyID == file.keyID }
+        guard !candidates.isEmpty else {
             var known: [String] = []
             for key in keys where !known.contains(key.keyIDHex) { known.append(key.keyIDHex) }
             throw .unknownKey(keyID: keyID, known: known)
@@ -24,7 +26,7 @@ public struct MinisignVerifier {
             guard let digest = BLAKE2b.digest512(message) else { throw .digestUnavailable }
             signed = digest
         }
-        guard Ed25519.verify(publicKey: key.key, signature: file.signature, message: signed) else {
+        guard let key = candidates.first(where: { Ed25519.verify(publicKey: $0.key, signature: file.signature, message: signed) }) else {
             throw .badSignature(keyID: keyID)
         }
         guard Ed25519.verify(publicKey: key.key, signature: file.globalSignature, message: file.signature + file.trustedComment) else {
