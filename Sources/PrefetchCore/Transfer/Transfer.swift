@@ -202,7 +202,7 @@ final class Transfer {
         let options = CurlRequestOptions(url: request.url, headers: lines, connectTimeout: Int(connectTimeout.seconds),
                                          bufferSize: Self.bufferSize(job, limiter: limiter),
                                          acceptEncoding: decode ? ContentCodings.acceptEncoding : nil,
-                                         clientCertificate: job.clientCertificate ?? config.clientCertificate)
+                                         clientCertificate: config.clientCertificate)
         responseTimeout = job.feed.limits.responseTimeout ?? config.responseTimeout
         stallTimeout = job.feed.limits.stallTimeout ?? config.stallTimeout
         timer = ResponseTimer(responseTimeout: Double(responseTimeout.seconds), stallTimeout: Double(stallTimeout.seconds))

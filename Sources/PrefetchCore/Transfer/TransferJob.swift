@@ -25,9 +25,6 @@ struct TransferJob {
     /// Where an earlier attempt of this run asked to resume, when the server answered with
     /// the whole file (0: none): the line the resource ends with says so.
     var refusedResume: UInt64 = 0
-    /// The TLS client certificate of this job's requests in place of the config's (a feed
-    /// source's own `client_cert`, SPEC §8); nil: the config's, if any.
-    var clientCertificate: ClientCertificate? = nil
 }
 
 extension TransferJob {
