@@ -219,18 +219,14 @@ struct MinisignVerifierTests {
         for legacy in [false, true] {
             let original = try signer.sign(Self.manifest, trustedComment: "timestamp:1764633600\tfeed:lobby", legacy: legacy)
             let intact = try MinisignVerifier.verify(message: Self.manifest, signatureFile: original, keys: keys)
-            let firstLineEnd = original.firstIndex(of: 0x0a)!
             for round in 0..<2_000 {
                 var damaged = original
-                var signedLinesTouched = false
                 for _ in 0..<Int.random(in: 1...4, using: &random) {
                     guard !damaged.isEmpty else { break }
                     let at = Int.random(in: 0..<damaged.count, using: &random)
                     switch Int.random(in: 0..<4, using: &random) {
                     case 0:  // a flipped byte
-                        let bit = UInt8(1) << UInt8.random(in: 0..<8, using: &random)
-                        if at > firstLineEnd && damaged[at] != 0x0a && damaged[at] ^ bit != 0x0a && damaged[at] ^ bit != 0x0d { signedLinesTouched = true }
-                        damaged[at] ^= bit
+                        damaged[at] ^= UInt8(1) << UInt8.random(in: 0..<8, using: &random)
                     case 1:  // a byte in
                         damaged.insert(UInt8.random(in: 0...255, using: &random), at: at)
                     case 2:  // a byte out
@@ -241,12 +237,10 @@ struct MinisignVerifierTests {
                 }
                 let result = Self.verify(Self.manifest, damaged, keys)
                 if case .success(let verified) = result {
-                    #expect(!signedLinesTouched, "seed \(seed) round \(round): a flip in the signed lines verified")
+                    // Judged on the result (a mutation can move line 1's end or undo another):
+                    // the three signed lines, line ends aside, are the intact file's.
+                    #expect(Self.signedLines(damaged) == Self.signedLines(original), "seed \(seed) round \(round): damage in the signed lines verified")
                     #expect(verified == intact, "seed \(seed) round \(round): verified as something else: \(verified)")
-                    // Only the untrusted comment may differ, and the lines after it are intact.
-                    let text = String(decoding: damaged, as: UTF8.self)
-                    #expect(text.contains(String(decoding: original[(firstLineEnd + 1)...].dropLast(), as: UTF8.self)),
-                            "seed \(seed) round \(round): \(text.debugDescription)")
                 }
                 // minisign itself, on every 50th and on every file we accept: we are never
                 // laxer than it (stricter, yes: it ignores text after the fourth line).
@@ -266,6 +260,12 @@ struct MinisignVerifierTests {
             }
         }
         #expect(checkedByMinisign >= 80)
+    }
+
+    /// Lines 2 to 4 of a signature file, a CR before each LF left out.
+    static func signedLines(_ bytes: [UInt8]) -> [[UInt8]] {
+        let lines = bytes.split(separator: 0x0a, omittingEmptySubsequences: false).map { $0.last == 0x0d ? Array($0.dropLast()) : Array($0) }
+        return Array(lines.dropFirst().prefix(3))
     }
 
     /// Random bytes, and random lines of the right shape: never a trap, never verified.
