@@ -201,7 +201,8 @@ final class Transfer {
         connectTimeout = job.feed.limits.connectTimeout ?? config.connectTimeout
         let options = CurlRequestOptions(url: request.url, headers: lines, connectTimeout: Int(connectTimeout.seconds),
                                          bufferSize: Self.bufferSize(job, limiter: limiter),
-                                         acceptEncoding: decode ? ContentCodings.acceptEncoding : nil)
+                                         acceptEncoding: decode ? ContentCodings.acceptEncoding : nil,
+                                         clientCertificate: config.clientCertificate)
         responseTimeout = job.feed.limits.responseTimeout ?? config.responseTimeout
         stallTimeout = job.feed.limits.stallTimeout ?? config.stallTimeout
         timer = ResponseTimer(responseTimeout: Double(responseTimeout.seconds), stallTimeout: Double(stallTimeout.seconds))
