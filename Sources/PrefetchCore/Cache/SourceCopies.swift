@@ -51,17 +51,16 @@ public enum SourceCopies {
 
     /// The bytes of `copy` as the file holds them.
     static func encode(_ copy: SourceCopy, url: String) -> [UInt8] {
-        var meta = JSONObject()
-        meta.add("url", url)
-        meta.add("fetched", copy.fetchedAt.nanoseconds)
-        meta.add("etag", copy.validators.etag)
-        meta.add("last_modified", copy.validators.lastModified)
-        meta.add("key_id", copy.keyID)
-        meta.add("timestamp", copy.timestamp)
-        meta.add("signature", copy.signature.map { Data($0).base64EncodedString() })
-        meta.add("manifest_bytes", Int64(copy.manifest.count))
-        meta.add("manifest_sha256", copy.manifest.withUnsafeBytes { SHA256.hexDigest($0) })
-        return Array((magic + "\(format)\n" + meta.line + "\n").utf8) + copy.manifest
+        var meta: [String: Any] = ["url": url, "fetched": copy.fetchedAt.nanoseconds, "manifest_bytes": copy.manifest.count,
+                                   "manifest_sha256": copy.manifest.withUnsafeBytes { SHA256.hexDigest($0) }]
+        meta["etag"] = copy.validators.etag
+        meta["last_modified"] = copy.validators.lastModified
+        meta["key_id"] = copy.keyID
+        meta["timestamp"] = copy.timestamp
+        meta["signature"] = copy.signature.map { Data($0).base64EncodedString() }
+        // One line: JSONSerialization escapes every line break inside strings.
+        let line = (try? JSONSerialization.data(withJSONObject: meta, options: [.sortedKeys])).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        return Array((magic + "\(format)\n" + line + "\n").utf8) + copy.manifest
     }
 
     /// Reads a copy's bytes back; what is wrong with them, if anything.

@@ -53,7 +53,8 @@ public struct FeedSource: Sendable {
     /// is none.
     public var defaultFeedName: String? {
         guard let segment = (try? url.lastSegment()) ?? nil else { return nil }
-        return FeedDecoder.stem(of: segment)
+        for suffix in [".yaml", ".yml"] where segment.hasSuffix(suffix) { return String(segment.dropLast(suffix.count)) }
+        return segment
     }
 
     /// Whether the source's manifest must carry a signature.
