@@ -239,4 +239,49 @@ import PrefetchCore
         #expect(s.harness.cached("lobby/a.bin") == a)
         #expect(try s.sources().isEmpty)
     }
+
+    /// Polls `condition` for up to `seconds`.
+    static func wait(seconds: Double, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if condition() { return true }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        return condition()
+    }
+
+    /// The daemon checks sources before each pass: it wakes when one comes due (a 3 s
+    /// refresh: no offset under 10 s), says a stale one in its log each pass, and SIGHUP
+    /// checks every source at once, due or not.
+    @Test(.enabled(if: hasTools)) func theDaemonWakesForSourcesAndSIGHUPChecksThemAll() throws {
+        let a = RunCommandTests.random(1500, seed: 805), b = RunCommandTests.random(1500, seed: 806)
+        let s = try Setup(files: ["a.bin": a, "b.bin": b],
+                          sources: "  - url: ORIGIN/fast.yaml\n    refresh: 3s\n  - url: ORIGIN/slow.yaml\n    refresh: 1h\n")
+        func manifest(_ file: String) -> String { Self.manifest(files: [file]).replacingOccurrences(of: "ORIGIN", with: s.harness.origin.url("")) }
+        try s.publish("fast.yaml", manifest("a.bin"))
+        try s.publish("slow.yaml", manifest("a.bin"))
+        let (daemon, log) = try s.harness.startDaemon(config: "config.yaml")
+        defer { if daemon.isRunning { daemon.terminate(); daemon.waitUntilExit() } }
+        func logText() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+        #expect(Self.wait(seconds: 20) { s.harness.cached("fast/a.bin") == a && s.harness.cached("slow/a.bin") == a }, "\(logText())")
+
+        // fast comes due by itself: its new version is applied and its feed runs.
+        try s.publish("fast.yaml", manifest("b.bin"), age: 60)
+        #expect(Self.wait(seconds: 20) { s.harness.cached("fast/b.bin") == b }, "\(logText())")
+        #expect(s.requests("/slow.yaml").count == 1)
+        // slow only when told: SIGHUP checks every source.
+        try s.publish("slow.yaml", manifest("b.bin"), age: 60)
+        kill(daemon.processIdentifier, SIGHUP)
+        #expect(Self.wait(seconds: 20) { s.harness.cached("slow/b.bin") == b }, "\(logText())")
+        #expect(s.requests("/slow.yaml").count == 2)
+
+        // A broken version: the copy in force stays, and each pass says the source is stale.
+        try s.publish("fast.yaml", "resources: [\n", age: 120)
+        #expect(Self.wait(seconds: 20) { logText().contains("prefetch daemon: source \(s.harness.origin.url("/fast.yaml")) stale since ") },
+                "\(logText())")
+        #expect(s.harness.cached("fast/b.bin") == b)
+        daemon.terminate()
+        daemon.waitUntilExit()
+        #expect(daemon.terminationStatus == 0)
+    }
 }
