@@ -240,6 +240,29 @@ import PrefetchCore
         #expect(try s.sources().isEmpty)
     }
 
+    /// A copy in force this version cannot read (another format) counts as never applied:
+    /// `plan` and `status` show `none` with the reason; the next run fetches the manifest
+    /// whole at once (no validators of a copy it cannot read) and applies it again.
+    @Test(.enabled(if: hasTools)) func aCopyThisVersionCannotReadCountsAsNeverApplied() throws {
+        let body = RunCommandTests.random(1000, seed: 807)
+        let s = try Setup(files: ["a.bin": body], sources: "  - url: ORIGIN/lobby.yaml\n    name: lobby\n")
+        try s.publish("lobby.yaml", Self.manifest(files: ["a.bin"]).replacingOccurrences(of: "ORIGIN", with: s.harness.origin.url("")))
+        #expect(try s.run().status == 0)
+        let path = SourceCopies.path(inCache: s.harness.cache.path, label: "lobby")
+        try Data("prefetch source copy 7\n{}\nresources: []\n".utf8).write(to: URL(fileURLWithPath: path))
+        let line = try #require(try s.sources().first)
+        #expect(line["state"] as? String == "none")
+        #expect(line["feed"] is NSNull && line["in_force_since"] is NSNull && line["key_id"] is NSNull)
+        #expect((line["error"] as? String)?.contains("written by another version of prefetch (format 7") == true, "\(line)")
+        let plan = try s.run(["plan"]).stdout
+        #expect(plan.contains("source lobby: none (never applied): the copy in force was written by another version"), "\(plan)")
+        let again = try s.run()
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(s.requests("/lobby.yaml").count == 2)
+        #expect(s.requests("/lobby.yaml").last?.contains("inm=[-]") == true)
+        #expect(try s.sources().first?["state"] as? String == "ok")
+    }
+
     /// Polls `condition` for up to `seconds`.
     static func wait(seconds: Double, _ condition: () -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)

@@ -70,7 +70,10 @@ struct SourceCheck {
             if stopRequested() { break }
             let copy = SourceCopies.read(cache: cache.path, label: source.label, maxManifestSize: config.maxManifestSize)
             let checkNow = now()
-            if all || due(source, states[source.label], holds: holds, now: checkNow) <= checkNow {
+            // A copy in force gone or unreadable (another version wrote it) after a good check:
+            // the source has nothing to run, so it is checked at once, not a refresh later.
+            let lost = copy.copy == nil && states[source.label].map { $0.failures == 0 && $0.lastCheck != nil } == true
+            if all || lost || due(source, states[source.label], holds: holds, now: checkNow) <= checkNow {
                 let outcome = check(source, copy: copy.copy, taken: taken, cache: cache, at: checkNow)
                 outcomes[source.label] = outcome
                 record(outcome, source: source, state: state, failures: states[source.label]?.failures ?? 0, holds: holds, at: checkNow)
