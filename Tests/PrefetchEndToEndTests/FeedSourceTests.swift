@@ -144,6 +144,44 @@ import PrefetchCore
         #expect(try s.sources(offset: "+17m").first?["state"] as? String == "ok")
     }
 
+    /// Every kind of failed check keeps the copy in force and its feed: an HTTP error, a
+    /// manifest over `max_manifest_size`, one naming another feed than the source's `name`.
+    /// Each is said as `LABEL: error: …` (or at its place), the source is stale with the
+    /// reason, and the run exits 1.
+    @Test(.enabled(if: hasTools)) func everyFailedCheckKeepsTheCopyInForce() throws {
+        let body = RunCommandTests.random(1000, seed: 808)
+        let s = try Setup(files: ["a.bin": body], sources: "  - url: ORIGIN/lobby.yaml\n    name: lobby\n    refresh: 1m\n",
+                          extraConfig: "max_manifest_size: 1KiB\n")
+        let good = Self.manifest(files: ["a.bin"]).replacingOccurrences(of: "ORIGIN", with: s.harness.origin.url(""))
+        try s.publish("lobby.yaml", good)
+        #expect(try s.run().status == 0)
+        let big = good + "# " + String(repeating: "x", count: 2000) + "\n"
+        let tooLarge = "cannot fetch the manifest: the manifest is \(big.utf8.count) bytes (\(ByteSize.format(UInt64(big.utf8.count)))), "
+            + "over max_manifest_size 1KiB (1024 bytes)"
+        let cases: [(publish: String?, said: String, reason: String)] = [
+            (nil, "lobby: error: cannot fetch the manifest: HTTP 404", "cannot fetch the manifest: HTTP 404"),
+            (big, "lobby: error: " + tooLarge, tooLarge),
+            ("name: hall\n" + good, "lobby:1:7: error: the manifest names the feed 'hall', but the source's name is 'lobby'",
+             "the manifest names the feed 'hall', not 'lobby'"),
+        ]
+        for (index, item) in cases.enumerated() {
+            let url = s.harness.www.appendingPathComponent("lobby.yaml")
+            if let text = item.publish { try s.publish("lobby.yaml", text, age: Double(60 * (index + 1))) } else { try? FileManager.default.removeItem(at: url) }
+            // Each case a refresh and a backoff later than the one before.
+            let offset = "+\(index + 1)h"
+            let result = try s.run(offset: offset)
+            #expect(result.status == 1, "\(item.said)")
+            #expect(result.stderr.contains(item.said), "\(result.stderr)")
+            #expect(s.harness.cached("lobby/a.bin") == body)
+            let line = try #require(try s.sources(offset: offset).first)
+            #expect(line["state"] as? String == "stale")
+            #expect(line["error"] as? String == item.reason)
+            #expect(line["feed"] as? String == "lobby")
+            let plan = try s.run(["plan", "--json"], offset: offset).events.filter { $0["type"] as? String == "resource" }
+            #expect(plan.map { $0["feed"] as? String } == ["lobby"])
+        }
+    }
+
     /// A source never applied (its URL answers 404): `none`, with the reason, and every run
     /// exits 1 while it stays so; the metrics say 0 and no success.
     @Test(.enabled(if: hasTools)) func aSourceNeverAppliedIsNoneAndFailsTheRun() throws {

@@ -117,6 +117,7 @@ struct SourceCheck {
         do { headers = try source.headers.lines(environment: environment) } catch { return fail(error.message) }
         let fetcher = SourceFetcher(config: config)
         let request = SourceRequest(url: source.url, headers: headers, validators: copy?.validators, limit: Int(config.maxManifestSize.bytes),
+                                    limitName: "max_manifest_size \(config.maxManifestSize) (\(config.maxManifestSize.bytes) bytes)", what: "manifest",
                                     allowsDowngrade: source.isSigned, clientCert: source.clientCert, clientKey: source.clientKey)
         let manifest: [UInt8]
         let validators: Validators
@@ -131,7 +132,8 @@ struct SourceCheck {
         var signer: SourceSignature?
         if source.isSigned {
             let signatureRequest = SourceRequest(url: source.signature, headers: source.signature.origin == source.url.origin ? headers : [],
-                                                 validators: nil, limit: Self.signatureLimit, allowsDowngrade: true,
+                                                 validators: nil, limit: Self.signatureLimit,
+                                                 limitName: "the 64KiB a signature may have", what: "signature", allowsDowngrade: true,
                                                  clientCert: source.clientCert, clientKey: source.clientKey)
             switch fetcher.fetch(signatureRequest) {
             case .body(let bytes, _): signature = bytes

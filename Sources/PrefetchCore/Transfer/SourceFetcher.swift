@@ -7,8 +7,11 @@ struct SourceRequest {
     var headers: [String]
     /// The copy in force's validators (a revalidation); nil: fetched whole.
     var validators: Validators?
-    /// The most bytes the body may have (`max_manifest_size`).
+    /// The most bytes the body may have (`max_manifest_size`), and its name in the error.
     var limit: Int
+    var limitName: String
+    /// What is fetched, for messages: "manifest", "signature".
+    var what: String
     /// Whether a redirect may go from https to plain http (only a signed source's may:
     /// its signature, not the connection, is what is trusted).
     var allowsDowngrade: Bool
@@ -134,7 +137,10 @@ final class SourceFetcher {
             }
         }
         if overLimit {
-            return ("the manifest is over max_manifest_size (\(ByteSize.format(UInt64(limit))))", nil)
+            // SPEC §7's words: the size when the head announced it, else "more than".
+            let announced = head.contentLength.flatMap { $0 > UInt64(limit) ? Int(exactly: $0) : nil }
+            return (InputLimits.tooLarge(request.what, size: announced ?? limit + 1, exact: announced != nil, limit: request.limitName)
+                        .replacingOccurrences(of: "; it is not read", with: ""), nil)
         }
         let code = result ?? CurlGlobal.ok
         if code != CurlGlobal.ok {
@@ -151,7 +157,7 @@ final class SourceFetcher {
         let fetcher = Unmanaged<SourceFetcher>.fromOpaque(user).takeUnretainedValue()
         let length = size * count
         if fetcher.head.status != 200 { return length }  // a redirect's or an error's body: not kept
-        if fetcher.body.count + length > fetcher.limit {
+        if fetcher.body.count + length > fetcher.limit || fetcher.head.contentLength.map({ $0 > UInt64(fetcher.limit) }) == true {
             fetcher.overLimit = true
             return 0  // libcurl ends the exchange with a write error
         }
