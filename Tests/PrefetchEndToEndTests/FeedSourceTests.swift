@@ -182,6 +182,21 @@ import PrefetchCore
         }
     }
 
+    /// Fetched like content: through the config's `proxy` (squid, a CONNECT tunnel to the
+    /// TLS origin) with the manifest and its feed's files alike.
+    @Test(.enabled(if: hasTools && FileManager.default.isExecutableFile(atPath: SquidProxy.executable)))
+    func aSourceGoesThroughTheConfiguredProxy() throws {
+        let squid = try SquidProxy()
+        let s = try Setup(files: ["a.bin": [9, 9, 9]], sources: "  - url: ORIGIN/lobby.yaml\n", extraConfig: "proxy: \(squid.url)\n")
+        try s.publish("lobby.yaml", Self.manifest(files: ["a.bin"]).replacingOccurrences(of: "ORIGIN", with: s.harness.origin.url("")))
+        let result = try s.run()
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(s.harness.cached("lobby/a.bin") == [9, 9, 9])
+        // Two tunnels: the source's fetch and the transfer engine share no connection.
+        #expect(squid.log().filter { $0.method == "CONNECT" && $0.url.hasSuffix(":\(s.harness.origin.port)") }.count == 2, "\(squid.log())")
+        #expect(s.requests("/lobby.yaml").count == 1)
+    }
+
     /// A source never applied (its URL answers 404): `none`, with the reason, and every run
     /// exits 1 while it stays so; the metrics say 0 and no success.
     @Test(.enabled(if: hasTools)) func aSourceNeverAppliedIsNoneAndFailsTheRun() throws {
