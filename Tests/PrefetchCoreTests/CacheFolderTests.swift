@@ -203,6 +203,79 @@ import TestSupport
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(bytes))
     }
 
+    /// The pipelined hasher against the one-shot digest, over random bodies cut at random:
+    /// a resumed prefix hashed only (`hashOnly`, itself in random pieces), chunks of 1 byte
+    /// to 1.5 MiB as libcurl might hand them over, and `flush` at random moments (the
+    /// periodic fsync and a pause write a part-filled buffer). Several writers share one
+    /// pool, so their lanes interleave on the hashing threads. Every body's file must hold
+    /// its bytes once, at their places, and its digest must be SHA-256 of the whole body.
+    /// Cases come from a printed seed (`PREFETCH_HASHER_SEED` replays one).
+    @Test func thePipelinedDigestMatchesTheOneShotOverRandomChunkings() throws {
+        let seed = ProcessInfo.processInfo.environment["PREFETCH_HASHER_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64.max)
+        print("thePipelinedDigestMatchesTheOneShotOverRandomChunkings: PREFETCH_HASHER_SEED=\(seed)")
+        var random = SplitMix64(seed: seed)
+        let folder = try TemporaryFolder()
+        let pool = BufferPool()
+        for round in 0..<6 {
+            // Lengths around the buffer size's multiples, where off-by-ones live, and others.
+            let lengths = (0..<3).map { _ in
+                Bool.random(using: &random)
+                    ? Int.random(in: 0...3, using: &random) * BufferPool.bufferSize + Int.random(in: -2...2, using: &random)
+                    : Int.random(in: 0...3_000_000, using: &random)
+            }.map { max(0, $0) }
+            var bodies: [(bytes: [UInt8], file: FileDescriptor, path: String, writer: BodyWriter, done: Int)] = []
+            for (index, length) in lengths.enumerated() {
+                var words = SplitMix64(seed: random.next())
+                let bytes = [UInt8](unsafeUninitializedCapacity: length) { buffer, count in  // 8 bytes a draw (debug builds)
+                    var at = 0
+                    while at < length {
+                        var word = words.next()
+                        for _ in 0..<min(8, length - at) {
+                            buffer[at] = UInt8(truncatingIfNeeded: word)
+                            word >>= 8
+                            at += 1
+                        }
+                    }
+                    count = length
+                }
+                let path = folder.file("r\(round)-\(index).part")
+                let file = try FileDescriptor.open(path, flags: O_RDWR | O_CREAT | O_TRUNC).get()
+                let writer = BodyWriter(pool: pool)
+                // A resumed prefix: already in the file, hashed only.
+                let resumeAt = Bool.random(using: &random) ? Int.random(in: 0...length, using: &random) : 0
+                _ = bytes[0..<resumeAt].withUnsafeBytes { file.write($0) }
+                var hashed = 0
+                while hashed < resumeAt {
+                    let end = min(resumeAt, hashed + Int.random(in: 1...1_500_000, using: &random))
+                    bytes[hashed..<end].withUnsafeBytes { writer.hashOnly($0) }
+                    hashed = end
+                }
+                bodies.append((bytes, file, path, writer, resumeAt))
+            }
+            // The bodies arrive interleaved, a chunk at a time, as a shard's transfers do.
+            while let index = bodies.indices.filter({ bodies[$0].done < bodies[$0].bytes.count }).randomElement(using: &random) {
+                let body = bodies[index]
+                let end = min(body.bytes.count, body.done + Int.random(in: 1...1_500_000, using: &random))
+                let error = body.bytes[body.done..<end].withUnsafeBytes { body.writer.append($0, to: body.file, at: UInt64(body.done)) }
+                #expect(error == nil, "seed \(seed)")
+                bodies[index].done = end
+                #expect(body.writer.pending < BufferPool.bufferSize, "seed \(seed)")
+                if Int.random(in: 0..<8, using: &random) == 0 {
+                    #expect(body.writer.flush() == nil, "seed \(seed)")
+                    #expect(body.writer.pending == 0, "seed \(seed)")
+                }
+            }
+            for body in bodies {
+                #expect(body.writer.flush() == nil, "seed \(seed)")
+                #expect(SHA256.hex(body.writer.finish()) == SHA256.hex(SHA256.digest(body.bytes)),
+                        "seed \(seed), round \(round): the digest of \(body.bytes.count) bytes differs")
+                #expect(try Data(contentsOf: URL(fileURLWithPath: body.path)) == Data(body.bytes),
+                        "seed \(seed), round \(round): the file of \(body.bytes.count) bytes differs")
+            }
+        }
+        #expect(pool.waitForHashing(seconds: 30))
+    }
+
     /// `max_rate`'s bucket: starts with a quarter second's worth, refills at the rate up to
     /// that, lets one chunk through into debt, then holds until the debt is paid.
     @Test func theRateBucketPacesAFeed() {

@@ -8,6 +8,11 @@ import Foundation
 /// written: nothing here touches SQLite. `onFinished` runs on a worker, under the lock,
 /// after each result is queued (the engine passes `curl_multi_wakeup`, to end its poll
 /// early); it must be quick.
+///
+/// Idle workers wait on `condition`, the engine's `waitForAny` on `results`: a finished
+/// fsync wakes the engine alone. (With one condition for both, each result's broadcast woke
+/// every idle worker too, only to find nothing queued: with 32 workers that was 32 futile
+/// wake-ups per file, and 0.1–0.2 s more CPU for 2,000 files.)
 final class Syncer: @unchecked Sendable {
     struct Finished {
         let id: Int
@@ -15,6 +20,9 @@ final class Syncer: @unchecked Sendable {
     }
 
     private let condition = NSCondition()
+    /// Counts results queued, under its own lock; `waitForAny` waits on it for a change.
+    private let results = NSCondition()
+    private var resultCount = 0
     private var pending: [(id: Int, file: FileDescriptor)] = []
     private var pendingHead = 0
     private var finished: [Finished] = []
@@ -65,9 +73,17 @@ final class Syncer: @unchecked Sendable {
 
     /// Waits until a result is ready or `seconds` pass.
     func waitForAny(seconds: Double) {
+        results.lock()
+        let seen = resultCount  // read before looking, so a result queued meanwhile is not missed
+        results.unlock()
         condition.lock()
-        defer { condition.unlock() }
-        if finished.isEmpty && inFlight > 0 { _ = condition.wait(until: Date().addingTimeInterval(seconds)) }
+        let wait = finished.isEmpty && inFlight > 0
+        condition.unlock()
+        guard wait else { return }
+        let deadline = Date().addingTimeInterval(seconds)
+        results.lock()
+        while resultCount == seen, results.wait(until: deadline) {}
+        results.unlock()
     }
 
     /// Lets the workers end once the queue is empty (they hold the syncer until then).
@@ -92,7 +108,10 @@ final class Syncer: @unchecked Sendable {
                 // Under the lock: the engine takes results only under it, so it cannot have
                 // finished its run (and freed the multi handle `onFinished` wakes) meanwhile.
                 onFinished()
-                condition.broadcast()  // a `waitForAny`
+                results.lock()
+                resultCount += 1
+                results.broadcast()  // a `waitForAny`
+                results.unlock()
             } else if stopping {
                 workers -= 1
                 condition.unlock()
