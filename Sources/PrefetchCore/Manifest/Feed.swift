@@ -98,14 +98,14 @@ public enum Priority: String, Sendable, Hashable, Comparable, CaseIterable {
     public static func < (a: Priority, b: Priority) -> Bool { a.rank < b.rank }
 }
 
-/// One resource of a feed.
+/// One resource of a feed. Compact, as a manifest may list a million: the URL as its text
+/// with offsets (`ResourceURL`), the `sha256` as 32 bytes inline.
 public struct Resource: Sendable {
     /// Where to fetch it from.
     public var url: ResourceURL
     /// Where it goes, relative to `CACHE/<feed>/`.
     public var path: String
-    /// Expected SHA-256, lowercase hex.
-    public var sha256: String?
+    private var digest: Digest256?
     /// Exact expected length in bytes.
     public var size: UInt64?
     /// Upper bound when the length is not known exactly.
@@ -115,11 +115,33 @@ public struct Resource: Sendable {
     /// Removed from the cache after this instant.
     public var expires: Instant?
     public var priority: Priority
+    /// Its effective `encoding` (SPEC §7): its own, else its feed's, else `refuse`.
+    public var encoding: EncodingMode = .refuse
     public var headers: [HeaderField]
     /// Where the resource's entry starts in the manifest.
     public var location: SourceLocation
-    /// Its effective `encoding` (SPEC §7): its own, else its feed's, else `refuse`.
-    public var encoding: EncodingMode = .refuse
+
+    /// Expected SHA-256, lowercase hex.
+    public var sha256: String? { digest?.hex }
+
+    /// A resource; `sha256`, when given, is 64 lowercase hex digits (as the decoder makes it).
+    init(url: ResourceURL, path: String, sha256: String?, size: UInt64?, maxSize: UInt64?, notBefore: Instant?, expires: Instant?,
+         priority: Priority, headers: [HeaderField], location: SourceLocation, encoding: EncodingMode = .refuse) {
+        self.url = url
+        self.path = path
+        self.digest = sha256.map { text in
+            guard let digest = Digest256(hex: text) else { preconditionFailure("sha256 is not 64 lowercase hex digits") }
+            return digest
+        }
+        self.size = size
+        self.maxSize = maxSize
+        self.notBefore = notBefore
+        self.expires = expires
+        self.priority = priority
+        self.headers = headers
+        self.location = location
+        self.encoding = encoding
+    }
 }
 
 extension Resource {

@@ -63,6 +63,25 @@ public struct FeedDecoder {
         return (reader.hasErrors ? nil : feed, reader.finished())
     }
 
+    /// Decodes the regular file `file` (open as `opened`) as `decode` decodes its bytes, reading it in
+    /// chunks instead of whole (`YAMLParser.parseFile`): a large manifest's bytes are never
+    /// all in memory. Only for a clean file: nil when there is anything to say about it (an
+    /// error or a warning, a file over `max_manifest_size`); the caller then reads it whole
+    /// and calls `decode`, which says it, quoting the lines.
+    func decodeClean(_ opened: FileDescriptor, file: String) -> Feed? {
+        let limit = Int(clamping: config.maxManifestSize.bytes)
+        // Too large already: refused without reading a byte of it, by the caller.
+        guard case .success(let info) = opened.status(), info.st_size <= limit else { return nil }
+        var reader = NodeReader(file: file)
+        let resources = ResourceDecoder(config: config, file: file)
+        guard let document = YAMLParser.parseFile(opened, limit: limit, limits: FeedDecoder.scalars,
+                                                  streaming: (key: "resources", handler: resources.decode),
+                                                  stopWhen: { $0 + resources.errorCount > 0 }),
+              document.problems.isEmpty, document.stoppedAt == nil, let root = document.root, !root.isNull else { return nil }
+        let feed = decodeFeed(root, file: file, defaultName: nil, reader: &reader, resources: resources)
+        return reader.diagnostics.isEmpty ? feed : nil
+    }
+
     private func decodeFeed(_ root: YAMLNode, file: String, defaultName: String?, reader: inout NodeReader, resources streamed: ResourceDecoder) -> Feed? {
         guard let entries = reader.mapping(root, allowed: Self.feedKeys, what: "a feed") else { return nil }
         let start = SourceLocation(line: 1, column: 1)

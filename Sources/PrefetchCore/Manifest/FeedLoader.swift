@@ -49,6 +49,17 @@ public enum FeedLoader {
         var names: [String: String] = [:]
         for file in files {
             result.fileCount += 1
+            // A regular file is first read in chunks, never whole; one with anything to say
+            // about it (or that is not regular) is read whole, decoded and quoted as before.
+            if let opened = FileSystem.openRegularFile(file) {
+                let clean = decoder.decodeClean(opened, file: file)
+                // A name already taken is said below, with its line quoted.
+                if let feed = clean, names[feed.name] == nil {
+                    names[feed.name] = file
+                    result.feeds.append(feed)
+                    continue
+                }
+            }
             let bytes: [UInt8]
             switch FileSystem.readFile(file, limit: Int(config.maxManifestSize.bytes)) {
             case .success(.bytes(let data)): bytes = data
@@ -60,9 +71,10 @@ public enum FeedLoader {
                 result.diagnostics.append(Diagnostic(.error, file: file, at: nil, "cannot read the manifest: \(error)"))
                 continue
             }
-            result.sources[file] = SourceText(bytes: bytes)
             let (feed, diagnostics) = decoder.decode(bytes, file: file)
             result.diagnostics += diagnostics
+            // Kept only to quote the lines diagnostics name (a feed-name clash names one too).
+            result.sources[file] = SourceText(bytes: bytes)
             guard let feed else { continue }
             if let other = names[feed.name] {
                 result.diagnostics.append(Diagnostic(.error, file: file, at: feed.nameLocation,

@@ -5,7 +5,9 @@
 /// chain of folders that only one path goes through is one edge. Memory is linear in the
 /// number of paths and time in their length, however deep they go. (A map of every folder
 /// by its whole path was quadratic in a path's depth: 1,000 paths 2,000 folders deep, a
-/// 4 MB manifest, held 4 GB; a tree of single components still held 200 MB.)
+/// 4 MB manifest, held 4 GB; a tree of single components still held 200 MB.) Compact, for
+/// a million paths: the paths' bytes in one arena, edges as ranges of it, found through
+/// an open-addressing table of indexes (no string, array or dictionary entry per path).
 struct PathClaims {
     /// Why a path cannot be claimed: the line of the resource it conflicts with.
     enum Conflict: Equatable {
@@ -17,24 +19,25 @@ struct PathClaims {
         case fileAbove(prefix: String, line: Int)
     }
 
-    /// An edge from `parent`, found by its first component.
-    private struct Key: Hashable {
-        let parent: Int32
-        let first: String
-    }
-
-    /// Components `start..<end` (bytes) of claimed path `claim`, leading to `target`; the
-    /// folders on the way are those of the resource on `line`, which made the edge.
+    /// Components `start..<end` (bytes of `arena`) leading from node `parent` to `target`;
+    /// its first component ends at `start + firstLength`. The folders on the way are those
+    /// of the resource on `line`, which made the edge.
     private struct Edge {
-        var claim: Int32
-        var start: Int32
-        var end: Int32
+        var start: Int
+        var end: Int
+        var firstLength: Int32
+        var parent: Int32
         var target: Int32
         var line: Int32
     }
 
-    private var claimed: [[UInt8]] = []
-    private var edges: [Key: Edge] = [:]
+    /// Every claimed path's bytes, one after another: edges are ranges of it (no array, no
+    /// string per path).
+    private var arena: [UInt8] = []
+    private var edges: [Edge] = []
+    /// An open-addressing hash table of `edges` by parent and first component: each slot an
+    /// index into `edges`, or -1. Its capacity is a power of two, at most half full.
+    private var slots = [Int32](repeating: -1, count: 16)
     /// For each node (0 is the root): the line of the resource whose file it is, or 0.
     private var fileLine: [Int32] = [0]
     /// For each node: the line of the resource it is a folder of, or 0.
@@ -43,25 +46,34 @@ struct PathClaims {
     /// Records `path` (checked: relative, no empty, `.` or `..` component) for the resource
     /// whose entry starts on `line`; nil, or the conflict, with nothing recorded.
     mutating func claim(_ path: String, line: Int) -> Conflict? {
-        let bytes = Array(path.utf8)
+        var path = path
+        return path.withUTF8 { claim($0, line: line) }
+    }
+
+    private mutating func claim(_ bytes: UnsafeBufferPointer<UInt8>, line: Int) -> Conflict? {
         let slash = UInt8(ascii: "/")
         let owner = Int32(clamping: line)
         var node: Int32 = 0
         var position = 0  // where the components not yet matched start
         while true {
-            let componentEnd = bytes[position...].firstIndex(of: slash) ?? bytes.count
-            let key = Key(parent: node, first: String(decoding: bytes[position..<componentEnd], as: UTF8.self))
-            guard let edge = edges[key] else {
+            var componentEnd = position
+            while componentEnd < bytes.count, bytes[componentEnd] != slash { componentEnd += 1 }
+            let component = UnsafeBufferPointer(rebasing: bytes[position..<componentEnd])
+            let (slot, found) = find(parent: node, first: component)
+            guard let found else {
                 // Nothing here yet: the rest of the path is one new edge to its file.
                 let leaf = addNode(file: owner, folder: 0)
-                edges[key] = Edge(claim: Int32(claimed.count), start: Int32(position), end: Int32(bytes.count), target: leaf, line: owner)
-                claimed.append(bytes)
+                let start = arena.count
+                arena.append(contentsOf: bytes)
+                let edge = Edge(start: start + position, end: arena.count, firstLength: Int32(componentEnd - position),
+                                parent: node, target: leaf, line: owner)
+                insert(edge, at: slot)
                 return nil
             }
-            let label = claimed[Int(edge.claim)]
-            let start = Int(edge.start), length = Int(edge.end - edge.start)
+            let edge = edges[Int(found)]
+            let start = edge.start, length = edge.end - edge.start
             var matched = 0
-            while matched < length, position + matched < bytes.count, label[start + matched] == bytes[position + matched] { matched += 1 }
+            while matched < length, position + matched < bytes.count, arena[start + matched] == bytes[position + matched] { matched += 1 }
             let pathEnds = position + matched == bytes.count
             if matched == length, pathEnds {
                 let file = fileLine[Int(edge.target)]
@@ -74,22 +86,75 @@ struct PathClaims {
                 position += matched + 1
                 continue
             }
-            if pathEnds, label[start + matched] == slash {
+            if pathEnds, arena[start + matched] == slash {
                 return .folder(line: Int(edge.line))  // a folder on the way of this edge
             }
             // The two part inside a component: split the edge after the last whole
             // component they share (the first one is shared, or the edge was not found).
             var split = matched - 1
-            while label[start + split] != slash { split -= 1 }
+            while arena[start + split] != slash { split -= 1 }
             let middle = addNode(file: 0, folder: edge.line)
             let lowerStart = start + split + 1
-            let lowerEnd = label[lowerStart...].prefix(Int(edge.end) - lowerStart).firstIndex(of: slash) ?? Int(edge.end)
-            edges[Key(parent: middle, first: String(decoding: label[lowerStart..<lowerEnd], as: UTF8.self))] =
-                Edge(claim: edge.claim, start: Int32(lowerStart), end: edge.end, target: edge.target, line: edge.line)
-            edges[key] = Edge(claim: edge.claim, start: edge.start, end: Int32(start + split), target: middle, line: edge.line)
+            var lowerFirstEnd = lowerStart
+            while lowerFirstEnd < edge.end, arena[lowerFirstEnd] != slash { lowerFirstEnd += 1 }
+            // The upper part keeps its slot (same parent, same first component).
+            edges[Int(found)].end = start + split
+            edges[Int(found)].target = middle
+            let lower = Edge(start: lowerStart, end: edge.end, firstLength: Int32(lowerFirstEnd - lowerStart), parent: middle,
+                             target: edge.target, line: edge.line)
+            let lowerSlot = arena.withUnsafeBufferPointer { all in
+                find(parent: middle, first: UnsafeBufferPointer(rebasing: all[lowerStart..<lowerFirstEnd])).slot
+            }
+            insert(lower, at: lowerSlot)
             node = middle
             position += split + 1
         }
+    }
+
+    /// The slot of the edge from `parent` whose first component is `first`, and the edge;
+    /// or the empty slot where it would go, and nil.
+    private func find(parent: Int32, first: UnsafeBufferPointer<UInt8>) -> (slot: Int, edge: Int32?) {
+        let mask = slots.count - 1
+        var slot = Self.hash(parent: parent, first) & mask
+        while true {
+            let index = slots[slot]
+            if index < 0 { return (slot, nil) }
+            let edge = edges[Int(index)]
+            if edge.parent == parent, Int(edge.firstLength) == first.count,
+               arena.withUnsafeBufferPointer({ all in first.elementsEqual(all[edge.start..<(edge.start + first.count)]) }) {
+                return (slot, index)
+            }
+            slot = (slot + 1) & mask
+        }
+    }
+
+    private mutating func insert(_ edge: Edge, at slot: Int) {
+        slots[slot] = Int32(edges.count)
+        edges.append(edge)
+        guard edges.count * 2 > slots.count else { return }
+        // Grow: twice the slots, every edge placed again.
+        slots = [Int32](repeating: -1, count: slots.count * 2)
+        let mask = slots.count - 1
+        arena.withUnsafeBufferPointer { all in
+            for (index, edge) in edges.enumerated() {
+                let first = UnsafeBufferPointer(rebasing: all[edge.start..<(edge.start + Int(edge.firstLength))])
+                var slot = Self.hash(parent: edge.parent, first) & mask
+                while slots[slot] >= 0 { slot = (slot + 1) & mask }
+                slots[slot] = Int32(index)
+            }
+        }
+    }
+
+    /// FNV-1a over the parent and the component's bytes, mixed at the end.
+    private static func hash(parent: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325 ^ UInt64(UInt32(bitPattern: parent))
+        for byte in bytes {
+            h = (h ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+        }
+        h ^= h >> 33
+        h = h &* 0xff51_afd7_ed55_8ccd
+        h ^= h >> 33
+        return Int(truncatingIfNeeded: h)
     }
 
     private mutating func addNode(file: Int32, folder: Int32) -> Int32 {

@@ -9,6 +9,8 @@ final class ResourceDecoder {
     /// Bare dates wait for the feed's zone, which may come after the resources in the file.
     private var pending: [(index: Int, notBefore: Timestamp?, expires: Timestamp?, expiresAt: SourceLocation?)] = []
     private var paths = PathClaims()
+    /// The feed's hosts, one string each for all its URLs.
+    private var hosts: StringInterner? = StringInterner()
     /// How many entries the list had, valid or not.
     private(set) var count = 0
     /// Resources (indices into `decoded`) that give their own `encoding`: the feed's does not
@@ -48,7 +50,9 @@ final class ResourceDecoder {
             reader.error("a resource needs a 'url'", at: item.location)
             return
         }
-        let url = reader.value(urlNode, what: "url", limit: InputLimits.url, ResourceURL.parse)
+        let url = reader.value(urlNode, what: "url", limit: InputLimits.url) { (text) throws(ValueError) -> ResourceURL in
+            try ResourceURL.parse(text, hosts: &hosts)
+        }
 
         var path: String?
         var pathNode = urlNode
@@ -65,6 +69,8 @@ final class ResourceDecoder {
         var sha256: String?
         if let node = shaEntry {
             sha256 = reader.value(node, what: "sha256") { (text) throws(ValueError) -> String in
+                // 64 hex digits in lowercase, as they usually come: taken as they are.
+                if text.utf8.count == 64, text.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) { return text }
                 let lowered = text.lowercased()
                 guard lowered.utf8.count == 64, lowered.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else {
                     throw ValueError("sha256 must be 64 hexadecimal digits, found \(text.count) characters")

@@ -4,38 +4,121 @@ public enum ResourceStatus: String, Sendable, CaseIterable {
 }
 
 /// One resource's row in the plan.
+///
+/// Compact, as a plan may have a million rows: its optional times and sizes are kept as
+/// plain numbers with one bit each saying whether they are there (an `Optional` of a
+/// number takes twice its width), and its small fields packed together.
 public struct PlanItem: Sendable, Equatable {
     public var feed: String
     public var path: String
     /// The URL with query values elided.
     public var url: String
-    public var status: ResourceStatus
     /// A short fixed phrase (see the README's list).
     public var reason: String
-    /// When the state changes next; nil for due, waiting and expired.
-    public var next: Instant?
-    /// Expected total bytes, when known.
-    public var bytes: UInt64?
-    /// Bytes still to transfer, when known.
-    public var remaining: UInt64?
-    public var priority: Priority
-    /// When the window this due work runs in closes; nil when it never does.
-    public var windowEnd: Instant?
-    /// For due work: when it should finish at the recorded throughput.
-    public var estimatedFinish: Instant?
-    /// For due work: false when it is not expected to finish before its window closes.
-    public var fits: Bool?
     /// The last error, for failed and backoff.
     public var error: String?
-    /// For due work: its place in the order a run starts transfers.
-    public var startOrder: Int?
+    private var numbers = Numbers()
+    public var status: ResourceStatus
+    public var priority: Priority
     /// False when a cut transfer could not resume (SPEC §6 "deadlines act"): it has no
     /// resumable partial, and its last 2xx response fails §7's rule (`ResumeRule`).
     public var resumable: Bool = true
+    /// 0: not known; 1: false; 2: true.
+    private var fitsCode: UInt8 = 0
+
+    init(feed: String, path: String, url: String, status: ResourceStatus, reason: String, next: Instant?, bytes: UInt64?,
+         remaining: UInt64?, priority: Priority, windowEnd: Instant?, estimatedFinish: Instant?, fits: Bool?, error: String?,
+         startOrder: Int?) {
+        self.feed = feed
+        self.path = path
+        self.url = url
+        self.status = status
+        self.reason = reason
+        self.priority = priority
+        self.error = error
+        self.next = next
+        self.bytes = bytes
+        self.remaining = remaining
+        self.windowEnd = windowEnd
+        self.estimatedFinish = estimatedFinish
+        self.fits = fits
+        self.startOrder = startOrder
+    }
+
+    /// When the state changes next; nil for due, waiting and expired.
+    public var next: Instant? {
+        get { numbers.instant(0) }
+        set { numbers.set(0, instant: newValue) }
+    }
+    /// Expected total bytes, when known.
+    public var bytes: UInt64? {
+        get { numbers.get(1) }
+        set { numbers.set(1, newValue) }
+    }
+    /// Bytes still to transfer, when known.
+    public var remaining: UInt64? {
+        get { numbers.get(2) }
+        set { numbers.set(2, newValue) }
+    }
+    /// When the window this due work runs in closes; nil when it never does.
+    public var windowEnd: Instant? {
+        get { numbers.instant(3) }
+        set { numbers.set(3, instant: newValue) }
+    }
+    /// For due work: when it should finish at the recorded throughput.
+    public var estimatedFinish: Instant? {
+        get { numbers.instant(4) }
+        set { numbers.set(4, instant: newValue) }
+    }
+    /// For due work: false when it is not expected to finish before its window closes.
+    public var fits: Bool? {
+        get { fitsCode == 0 ? nil : fitsCode == 2 }
+        set { fitsCode = newValue.map { $0 ? 2 : 1 } ?? 0 }
+    }
+    /// For due work: its place in the order a run starts transfers.
+    public var startOrder: Int? {
+        get { numbers.get(5).map { Int(Int64(bitPattern: $0)) } }
+        set { numbers.set(5, newValue.map { UInt64(bitPattern: Int64($0)) }) }
+    }
     /// Where the transfer resumes its partial (`ResumePoint`), when it has one.
-    public var resumeFrom: UInt64? = nil
+    public var resumeFrom: UInt64? {
+        get { numbers.get(6) }
+        set { numbers.set(6, newValue) }
+    }
     /// For due work in a window: when the feed's next window after this one opens.
-    public var nextOpening: Instant? = nil
+    public var nextOpening: Instant? {
+        get { numbers.instant(7) }
+        set { numbers.set(7, instant: newValue) }
+    }
+
+    /// Eight optional 64-bit numbers: the values, and a bit each for whether it is there.
+    private struct Numbers: Sendable, Equatable {
+        private var values: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+        private var present: UInt8 = 0
+
+        func get(_ index: Int) -> UInt64? {
+            guard present & (1 << index) != 0 else { return nil }
+            return withUnsafeBytes(of: values) { $0.load(fromByteOffset: index * 8, as: UInt64.self) }
+        }
+
+        mutating func set(_ index: Int, _ value: UInt64?) {
+            withUnsafeMutableBytes(of: &values) { $0.storeBytes(of: value ?? 0, toByteOffset: index * 8, as: UInt64.self) }
+            if value != nil { present |= 1 << index } else { present &= ~(1 << index) }
+        }
+
+        func instant(_ index: Int) -> Instant? {
+            get(index).map { Instant(nanoseconds: Int64(bitPattern: $0)) }
+        }
+
+        mutating func set(_ index: Int, instant: Instant?) {
+            set(index, instant.map { UInt64(bitPattern: $0.nanoseconds) })
+        }
+
+        static func == (a: Numbers, b: Numbers) -> Bool {
+            guard a.present == b.present else { return false }
+            return (0..<8).allSatisfy { a.get($0) == b.get($0) }
+        }
+    }
 }
 
 /// A feed's header in the plan.

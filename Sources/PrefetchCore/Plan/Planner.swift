@@ -29,15 +29,38 @@ public enum Planner {
         orderDueWork(&plan, input: input)
         // Rows: due work first in the order a run starts it, then by state, then manifest order.
         for index in plan.feeds.indices {
-            let items = plan.feeds[index].items
-            let keys = items.indices.map { i -> (Int, Int) in
-                (Self.rowRank(items[i].status), items[i].status == .due ? (items[i].startOrder ?? i) : i)
+            let keys = plan.feeds[index].items.enumerated().map { (i, item) -> (Int, Int) in
+                (Self.rowRank(item.status), item.status == .due ? (item.startOrder ?? i) : i)
             }
             guard zip(keys, keys.dropFirst()).contains(where: { $0.0 > $0.1 }) else { continue }  // in order already
-            let sorted = items.indices.sorted { keys[$0] < keys[$1] }
-            plan.feeds[index].items = sorted.map { items[$0] }
+            let sorted = keys.indices.sorted { keys[$0] < keys[$1] }
+            permute(&plan.feeds[index].items, into: sorted)
         }
         return plan
+    }
+
+    /// Reorders `items` in place so that item `i` is the one that was at `order[i]`
+    /// (`order` a permutation of the indices): by following each cycle, with no second array
+    /// of items (a feed may have a million).
+    static func permute<T>(_ items: inout [T], into order: [Int]) {
+        var placed = [Bool](repeating: false, count: items.count)
+        items.withUnsafeMutableBufferPointer { buffer in
+            for start in buffer.indices where !placed[start] {
+                // The cycle through `start`: each place takes the item of the next.
+                let first = buffer[start]
+                var here = start
+                while true {
+                    placed[here] = true
+                    let from = order[here]
+                    if from == start {
+                        buffer[here] = first
+                        break
+                    }
+                    buffer[here] = buffer[from]
+                    here = from
+                }
+            }
+        }
     }
 
     static func rowRank(_ status: ResourceStatus) -> Int {

@@ -232,4 +232,21 @@ final class SQLiteStatement {
         guard let pointer = sqlite3_column_text(handle, column) else { return nil }
         return String(cString: pointer)
     }
+
+    /// A text column that repeats across rows (feed names, dates): the interner's string
+    /// with its bytes, made only when the interner has none yet.
+    func text(_ column: Int32, interning interner: inout StringInterner) -> String? {
+        guard let pointer = sqlite3_column_text(handle, column) else { return nil }
+        let bytes = UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(handle, column)))
+        return interner.intern(bytes) { String(cString: pointer) }
+    }
+
+    /// A text column that is often the same as `other` (another column of the row, read
+    /// before): `other` itself when the bytes are the same, so they share one string.
+    func text(_ column: Int32, sameAs other: String?) -> String? {
+        guard let pointer = sqlite3_column_text(handle, column) else { return nil }
+        let bytes = UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(handle, column)))
+        if let other, other.utf8.elementsEqual(bytes) { return other }
+        return String(cString: pointer)
+    }
 }

@@ -112,17 +112,30 @@ public struct ResponseFacts: Sendable, Equatable {
 }
 
 /// Per resource: the placed copy, the partial, and the failure record.
+///
+/// Compact, as state.db may hold a million: hashes as 32 bytes inline (`HexText`), the
+/// partial and the last response (rare, or wide) each behind one reference.
 public struct ResourceState: Sendable, Equatable {
+    private var urlHashText: HexText
     /// SHA-256 of the URL the copy came from (query values are never stored).
-    public var urlHash: String
+    public var urlHash: String {
+        get { urlHashText.text }
+        set { urlHashText = HexText(newValue) }
+    }
     /// Validators of the placed copy; recorded only for a version that passed every check.
     public var validators = Validators()
     /// Length of the placed copy.
     public var length: UInt64?
-    public var sha256: String?
+    private var sha256Text: HexText?
+    public var sha256: String? {
+        get { sha256Text?.text }
+        set { sha256Text = newValue.map(HexText.init) }
+    }
     /// The `encoding` the placed copy was stored under (SPEC §7; `refuse` for a copy placed
     /// before state.db recorded it): an entry that now says another makes it `changed`.
     public var copyEncoding = EncodingMode.refuse
+    /// A permanent error (404, 410, 401, 403, TLS, redirect loop): failed until the next release.
+    public var permanentFailure = false
     public var placedAt: Instant?
     /// Last time the copy was confirmed current (placed, or a 304).
     public var validatedAt: Instant?
@@ -132,23 +145,36 @@ public struct ResourceState: Sendable, Equatable {
     public var failures = 0
     /// The release the failures belong to; attempts start again at each release.
     public var failureRelease: Instant?
-    /// A permanent error (404, 410, 401, 403, TLS, redirect loop): failed until the next release.
-    public var permanentFailure = false
     public var nextRetry: Instant?
     /// The manifest entry the failures belong to (`ManifestEntry.fingerprint`): failures of
     /// an entry since changed do not count.
     public var failureEntry: String?
+    private var partialBox: Box<PartialState>?
     /// A partial download, if any.
-    public var partial: PartialState?
+    public var partial: PartialState? {
+        get { partialBox?.value }
+        set { partialBox = newValue.map(Box.init) }
+    }
+    private var lastResponseBox: Box<ResponseFacts>?
     /// The last 2xx response of the resource (nil: none recorded, "never fetched"): §6's
     /// deadline rule judges by it whether a cut transfer could resume (`ResumeRule`).
-    public var lastResponse: ResponseFacts?
+    public var lastResponse: ResponseFacts? {
+        get { lastResponseBox?.value }
+        set { lastResponseBox = newValue.map(Box.init) }
+    }
     /// The length that response announced for the whole file (its Content-Length, or the
     /// total of its Content-Range), when it did.
     public var lastResponseLength: UInt64?
 
     public init(urlHash: String) {
-        self.urlHash = urlHash
+        self.urlHashText = HexText(urlHash)
+    }
+
+    /// An immutable value behind a reference: an optional part that takes one word when absent.
+    private final class Box<Value: Sendable & Equatable>: Sendable, Equatable {
+        let value: Value
+        init(_ value: Value) { self.value = value }
+        static func == (a: Box, b: Box) -> Bool { a === b || a.value == b.value }
     }
 }
 

@@ -255,6 +255,7 @@ public final class StateStore {
     public func snapshot() throws(SQLiteError) -> StateSnapshot {
         let stamp = try db.changeStamp
         if let last = lastSnapshot, last.stamp == stamp { return last.snapshot }  // nothing written since
+        lastSnapshot = nil  // not kept while the new one is read (a million rows each)
         let snapshot = try readSnapshot()
         lastSnapshot = (stamp, snapshot)
         return snapshot
@@ -286,6 +287,10 @@ public final class StateStore {
                    response_length, copy_encoding
             FROM resources
             """)
+        // Feed names and `Date`s repeat from row to row: one string each (a million rows
+        // would otherwise hold a million copies of each); a response's validators are
+        // usually the copy's.
+        var repeated = StringInterner()
         while try resources.step() {
             var state = ResourceState(urlHash: resources.text(2) ?? "")
             state.validators = Validators(etag: resources.text(3), lastModified: resources.text(4))
@@ -301,12 +306,14 @@ public final class StateStore {
             state.nextRetry = resources.instant(14)
             state.failureEntry = resources.text(15)
             if resources.int(21) != nil {
-                state.lastResponse = ResponseFacts(etag: resources.text(16), lastModified: resources.text(17), date: resources.text(18),
-                                                   acceptRangesNone: resources.int(19) == 1, contentEncoding: resources.text(20))
+                state.lastResponse = ResponseFacts(etag: resources.text(16, sameAs: state.validators.etag),
+                                                   lastModified: resources.text(17, sameAs: state.validators.lastModified),
+                                                   date: resources.text(18, interning: &repeated),
+                                                   acceptRangesNone: resources.int(19) == 1, contentEncoding: resources.text(20, interning: &repeated))
                 state.lastResponseLength = resources.int(22).map { UInt64(bitPattern: $0) }
             }
             state.copyEncoding = resources.text(23).flatMap(EncodingMode.init(rawValue:)) ?? .refuse
-            snapshot.resources[ResourceKey(feed: resources.text(0) ?? "", path: resources.text(1) ?? "")] = state
+            snapshot.resources[ResourceKey(feed: resources.text(0, interning: &repeated) ?? "", path: resources.text(1) ?? "")] = state
         }
         let partials = try db.prepare("""
             SELECT feed, path, url_hash, etag, last_modified, total_length, synced_offset, updated_at, boot_id, inode,

@@ -49,6 +49,18 @@ public enum FileSystem {
         return .success((fd, info))
     }
 
+    /// `path` opened for reading when it is a regular file; nil for anything else, or when
+    /// it cannot be opened. Opening does not wait for a FIFO's writer.
+    public static func openRegularFile(_ path: String) -> FileDescriptor? {
+        guard case .success(let (fd, info)) = openForReading(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) else { return nil }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            close(fd)
+            return nil
+        }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        return FileDescriptor(raw: fd)
+    }
+
     /// The whole content of a regular file.
     public static func readFile(_ path: String) -> Result<[UInt8], Errno> {
         let fd: Int32, info: stat

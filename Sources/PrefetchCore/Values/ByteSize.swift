@@ -20,6 +20,12 @@ public struct ByteSize: Sendable, Hashable, Comparable, CustomStringConvertible 
     /// Parses `<digits>[unit]`: no unit (or `B`) means bytes; binary units `KiB MiB GiB TiB`
     /// and SI units `kB/KB MB GB TB`.
     public static func parse(_ text: String) throws(ValueError) -> ByteSize {
+        // The usual `size:` of a manifest, a plain count of bytes, read from its bytes (each
+        // Character below asks Unicode for its numeric value). 19 digits cannot overflow.
+        let utf8 = text.utf8
+        if !utf8.isEmpty, utf8.count <= 19, utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+            return ByteSize(bytes: utf8.reduce(0) { $0 * 10 + UInt64($1 - 0x30) })
+        }
         var number: UInt64 = 0
         var index = text.startIndex
         var digits = 0

@@ -1,23 +1,44 @@
 /// An `http` or `https` URL from a manifest, split into the parts prefetch uses.
+///
+/// Compact (a manifest holds many): the text as written, the host (lowercased, and
+/// interned by the manifest's decoder, so a feed's thousands of URLs share a handful of
+/// host strings), and byte offsets of the path and query into the text; `scheme`, `path`
+/// and `query` are made from those when asked.
 public struct ResourceURL: Sendable, Hashable, CustomStringConvertible {
     /// The URL exactly as written.
     public let text: String
-    /// `http` or `https`, lowercased.
-    public let scheme: String
     /// The host, lowercased (brackets kept for an IPv6 literal).
     public let host: String
+    /// Byte offsets into `text`: the path `pathStart..<pathEnd` (empty: `/`), and the query
+    /// `queryStart..<queryEnd` after its `?` when `hasQuery`.
+    private let pathStart: UInt32, pathEnd: UInt32, queryEnd: UInt32
+    private let portNumber: UInt16
+    private let isHTTPS: Bool
+    private let hasQuery: Bool
+
+    /// `http` or `https`, lowercased.
+    public var scheme: String { isHTTPS ? "https" : "http" }
     /// The port, explicit or the scheme's default.
-    public let port: Int
+    public var port: Int { Int(portNumber) }
     /// The path, still percent-encoded; `/` when the URL has none.
-    public let path: String
+    public var path: String {
+        pathEnd > pathStart ? slice(Int(pathStart)..<Int(pathEnd)) : "/"
+    }
     /// The query without `?`, if any.
-    public let query: String?
+    public var query: String? {
+        hasQuery ? slice(Int(pathEnd) + 1..<Int(queryEnd)) : nil
+    }
+
+    private func slice(_ range: Range<Int>) -> String {
+        let utf8 = text.utf8
+        return String(Substring(utf8[utf8.index(utf8.startIndex, offsetBy: range.lowerBound)..<utf8.index(utf8.startIndex, offsetBy: range.upperBound)]))
+    }
 
     /// The URL as shown to people: query values elided (`?…`), since signed URLs carry tokens there.
     public var redacted: String {
         // The '?' byte, as the parser found it: "?\u{317}" is no Character "?", and the
         // query after it would be shown whole, token and all.
-        guard query != nil, let mark = text.utf8.firstIndex(of: UInt8(ascii: "?")) else { return text }
+        guard hasQuery, let mark = text.utf8.firstIndex(of: UInt8(ascii: "?")) else { return text }
         return String(decoding: text.utf8[..<mark], as: UTF8.self) + "?…"
     }
 
@@ -51,6 +72,12 @@ public struct ResourceURL: Sendable, Hashable, CustomStringConvertible {
     /// Parses an absolute http(s) URL. Works on UTF-8 bytes (manifests list many URLs);
     /// error offsets are converted to characters.
     public static func parse(_ text: String) throws(ValueError) -> ResourceURL {
+        var none: StringInterner? = nil
+        return try parse(text, hosts: &none)
+    }
+
+    /// Parses as `parse(_:)`, taking the host string from `hosts` when it holds an equal one.
+    static func parse(_ text: String, hosts: inout StringInterner?) throws(ValueError) -> ResourceURL {
         let u = Array(text.utf8)
         func characters(_ byte: Int) -> Int { String(decoding: u[..<byte], as: UTF8.self).count }
         func string(_ range: Range<Int>) -> String { String(decoding: u[range], as: UTF8.self) }
@@ -111,9 +138,22 @@ public struct ResourceURL: Sendable, Hashable, CustomStringConvertible {
         let fragment = u[authorityEnd...].firstIndex(of: UInt8(ascii: "#")) ?? u.count
         let mark = u[authorityEnd..<fragment].firstIndex(of: UInt8(ascii: "?"))
         let pathEnd = mark ?? fragment
-        return ResourceURL(text: text, scheme: scheme, host: string(authorityStart..<hostEnd).lowercased(), port: port,
-                           path: pathEnd > authorityEnd ? string(authorityEnd..<pathEnd) : "/",
-                           query: mark.map { string(($0 + 1)..<fragment) })
+        var host = string(authorityStart..<hostEnd).lowercased()
+        if hosts != nil { host = hosts!.intern(host) }
+        return ResourceURL(text: text, host: host, pathStart: UInt32(authorityEnd), pathEnd: UInt32(pathEnd),
+                           queryEnd: UInt32(fragment), portNumber: UInt16(port), isHTTPS: scheme == "https", hasQuery: mark != nil)
+    }
+
+    private init(text: String, host: String, pathStart: UInt32, pathEnd: UInt32, queryEnd: UInt32, portNumber: UInt16,
+                 isHTTPS: Bool, hasQuery: Bool) {
+        self.text = text
+        self.host = host
+        self.pathStart = pathStart
+        self.pathEnd = pathEnd
+        self.queryEnd = queryEnd
+        self.portNumber = portNumber
+        self.isHTTPS = isHTTPS
+        self.hasQuery = hasQuery
     }
 
     /// The default cache path: the URL path's last segment, percent-decoded, without the

@@ -47,28 +47,60 @@ public enum YAMLParser {
                              stopWhen: ((_ problems: Int) -> Bool)? = nil) throws(YAMLSyntaxError) -> YAMLDocument {
         return try bytes.withUnsafeBufferPointer { (buffer) throws(YAMLSyntaxError) -> YAMLDocument in
             if let problem = YAMLText.firstProblem(buffer) { throw problem }
-            var parser = yaml_parser_t()
-            guard yaml_parser_initialize(&parser) == 1 else {
-                throw YAMLSyntaxError(location: SourceLocation(line: 1, column: 1), message: "out of memory")
-            }
-            defer { yaml_parser_delete(&parser) }
-            yaml_parser_set_input_string(&parser, buffer.baseAddress, buffer.count)
-            yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING)
-            var builder = TreeBuilder(limits: limits, streaming: streaming)
-            var event = yaml_event_t()
-            while true {
-                guard yaml_parser_parse(&parser, &event) == 1 else {
-                    throw syntaxError(parser, bytes: buffer)
-                }
-                defer { yaml_event_delete(&event) }
-                if event.type == YAML_STREAM_END_EVENT { break }
-                try builder.consume(event)
-                if let stopWhen, stopWhen(builder.problems.count) {
-                    return YAMLDocument(root: nil, problems: builder.problems, stoppedAt: location(event.end_mark))
-                }
-            }
-            return YAMLDocument(root: builder.root, problems: builder.problems, stoppedAt: nil)
+            return try run(limits: limits, streaming: streaming, stopWhen: stopWhen,
+                           input: { yaml_parser_set_input_string(&$0, buffer.baseAddress, buffer.count) },
+                           error: { syntaxError($0, bytes: buffer) })
         }
+    }
+
+    /// Parses the regular file open as `file` as `parse` parses its bytes, reading it in
+    /// checked chunks (`YAMLFileInput`) instead of whole; at most `limit` bytes. Nil when the
+    /// input or the syntax failed: the caller reads the file whole and parses it with `parse`,
+    /// which reports why, where. (A document with `problems` is returned; it is not clean either.)
+    static func parseFile(_ file: FileDescriptor, limit: Int, limits: ScalarLimits,
+                          streaming: (key: String, handler: (YAMLNode) -> Void)? = nil,
+                          stopWhen: ((_ problems: Int) -> Bool)? = nil) -> YAMLDocument? {
+        let input = YAMLFileInput(file, limit: limit)
+        let handler: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<UInt8>?, Int, UnsafeMutablePointer<Int>?) -> Int32 = {
+            data, buffer, size, sizeRead in
+            let input = Unmanaged<YAMLFileInput>.fromOpaque(data!).takeUnretainedValue()
+            guard let count = input.read(into: buffer!, size: size) else { return 0 }
+            sizeRead!.pointee = count
+            return 1
+        }
+        let document = try? withExtendedLifetime(input) { () throws(YAMLSyntaxError) -> YAMLDocument in
+            try run(limits: limits, streaming: streaming, stopWhen: stopWhen,
+                    input: { yaml_parser_set_input(&$0, handler, Unmanaged.passUnretained(input).toOpaque()) },
+                    error: { _ in YAMLSyntaxError(location: SourceLocation(line: 1, column: 1), message: "") })
+        }
+        return input.failed ? nil : document
+    }
+
+    /// The event loop: libyaml's events, from the input `input` sets, into a tree.
+    private static func run(limits: ScalarLimits, streaming: (key: String, handler: (YAMLNode) -> Void)?,
+                            stopWhen: ((_ problems: Int) -> Bool)?, input: (inout yaml_parser_t) -> Void,
+                            error: (yaml_parser_t) -> YAMLSyntaxError) throws(YAMLSyntaxError) -> YAMLDocument {
+        var parser = yaml_parser_t()
+        guard yaml_parser_initialize(&parser) == 1 else {
+            throw YAMLSyntaxError(location: SourceLocation(line: 1, column: 1), message: "out of memory")
+        }
+        defer { yaml_parser_delete(&parser) }
+        input(&parser)
+        yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING)
+        var builder = TreeBuilder(limits: limits, streaming: streaming)
+        var event = yaml_event_t()
+        while true {
+            guard yaml_parser_parse(&parser, &event) == 1 else {
+                throw error(parser)
+            }
+            defer { yaml_event_delete(&event) }
+            if event.type == YAML_STREAM_END_EVENT { break }
+            try builder.consume(event)
+            if let stopWhen, stopWhen(builder.problems.count) {
+                return YAMLDocument(root: nil, problems: builder.problems, stoppedAt: location(event.end_mark))
+            }
+        }
+        return YAMLDocument(root: builder.root, problems: builder.problems, stoppedAt: nil)
     }
 
     private static func location(_ mark: yaml_mark_t) -> SourceLocation {
