@@ -231,7 +231,7 @@ import PrefetchCore
              "config.yaml:5:5: error: feed source 'a' is listed twice (first at line 3)"),
             ("  - url: ORIGIN/a.yaml?t=1\n  - url: ORIGIN/a.yaml?t=2\n",
              "config.yaml:4:5: error: feed source '\(s.harness.origin.url("/a.yaml?t=…"))' is listed twice (first at line 3)"),
-            ("  - url: ORIGIN/a.yaml\n    public_key: nonsense\n", "config.yaml:4:17: error: expected a minisign public key"),
+            ("  - url: ORIGIN/a.yaml\n    public_key: nonsense\n", "config.yaml:4:17: error: a minisign public key is 56 base64 characters"),
             ("  - url: ORIGIN/feeds/\n", "config.yaml:3:10: error: the URL's file name gives no valid feed name"),
         ]
         for (entries, expected) in cases {

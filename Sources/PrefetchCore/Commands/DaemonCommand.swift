@@ -79,8 +79,7 @@ enum DaemonCommand {
                 let outcome = pass.execute(reporter: reporter, stopRequested: stopRequested)
                 wake = outcome.wake
                 // The daemon wakes for the next source that comes due, too.
-                let checker = SourceCheck(config: config, environment: settings.environment, signatures: SourcePass.signatures,
-                                          console: console, machineID: settings.machineID?.usableValue)
+                let checker = SourceCheck(config: config, environment: settings.environment, console: console, machineID: settings.machineID?.usableValue)
                 let nextWakeup = [outcome.nextWakeup, checker.nextDue(config.feedSources, state: session.state, now: settings.now())]
                     .compactMap { $0 }.min()
                 _ = deliverSignals()  // remembered by the machine until the pass's end, just told

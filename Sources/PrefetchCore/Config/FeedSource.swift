@@ -8,16 +8,16 @@ public struct FeedSource: Sendable {
     /// How long after its last check the source is due again (default 15m).
     public var refresh: TimeSpan = .minutes(15)
     /// The minisign public keys any one of which may sign it (empty: unsigned, https only).
-    public var publicKeys: [String] = []
+    public var publicKeys: [MinisignPublicKey] = []
     /// Where the detached signature is: the URL with `.minisig` on its path, query kept.
     public var signature: ResourceURL
     /// Request headers, `${VAR}` expanded at request time as a resource's.
     public var headers: [HeaderField] = []
     /// The feed name the manifest must have; also the source's label.
     public var name: String?
-    /// A client certificate and key (PEM files) for this source's own fetches (mTLS).
-    public var clientCert: String?
-    public var clientKey: String?
+    /// A client certificate (PEM files) for this source's own fetches (mTLS), in place of
+    /// the config's.
+    public var clientCertificate: ClientCertificate?
     /// Where the entry starts in the config.
     public var location: SourceLocation
 
@@ -103,13 +103,13 @@ enum FeedSourceDecoder {
         if entries["public_key"] != nil, let other = entries["public_keys"] {
             reader.error("give either public_key or public_keys, not both", at: other.key.location)
         }
-        if let node = entries["public_key"]?.value, let key = reader.value(node, what: "public_key", SourceKey.parse) {
+        if let node = entries["public_key"]?.value, let key = reader.value(node, what: "public_key", MinisignPublicKey.init(parsing:)) {
             source.publicKeys = [key]
         }
         if let node = entries["public_keys"]?.value, let items = reader.list(node, what: "public_keys") {
             if items.isEmpty { reader.error("public_keys must list at least one key, or be left out", at: node.location) }
             for item in items {
-                if let key = reader.value(item, what: "a public key", SourceKey.parse) { source.publicKeys.append(key) }
+                if let key = reader.value(item, what: "a public key", MinisignPublicKey.init(parsing:)) { source.publicKeys.append(key) }
             }
         }
         if let node = entries["headers"]?.value { source.headers = reader.headers(node) }
@@ -119,15 +119,7 @@ enum FeedSourceDecoder {
                 return text
             }
         }
-        for (key, keyPath) in [("client_cert", \FeedSource.clientCert), ("client_key", \FeedSource.clientKey)] {
-            guard let node = entries[key]?.value, let text = reader.string(node, what: key) else { continue }
-            let path = absolute(text)
-            if access(path, R_OK) != 0 { reader.error("\(key) '\(path)' cannot be read", at: node.location) }
-            source[keyPath: keyPath] = path
-        }
-        if (source.clientCert == nil) != (source.clientKey == nil), reader.errorCount == errorsBefore {
-            reader.error("client_cert and client_key go together: give both or neither", at: item.location)
-        }
+        source.clientCertificate = reader.clientCertificate(entries, absolute: absolute)
         // A manifest over plain http is only as trustworthy as every network on the way:
         // it must be signed (SPEC §8).
         if url.scheme == "http" && source.publicKeys.isEmpty {
@@ -137,17 +129,5 @@ enum FeedSourceDecoder {
             reader.error("the URL's file name gives no valid feed name ([a-z0-9][a-z0-9._-]{0,63}); add 'name:'", at: urlNode.location)
         }
         return reader.errorCount == errorsBefore ? source : nil
-    }
-}
-
-/// A minisign public key as the config gives it: the base64 line of a `.pub` file
-/// (`RW…`, 56 characters: `Ed`, an 8-byte key id, a 32-byte Ed25519 key).
-enum SourceKey {
-    static func parse(_ text: String) throws(ValueError) -> String {
-        let trimmed = text.trimmingSpaces()
-        guard let data = Data(base64Encoded: trimmed), case let bytes = [UInt8](data), bytes.count == 42, bytes[0] == 0x45, bytes[1] == 0x64 else {
-            throw ValueError("expected a minisign public key (the 56-character line of a .pub file, starting with RW), found '\(text)'")
-        }
-        return trimmed
     }
 }

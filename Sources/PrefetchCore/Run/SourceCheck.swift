@@ -9,14 +9,13 @@ import Foundation
 struct SourceCheck {
     let config: Config
     let environment: [String: String]
-    let signatures: any SourceSignatureCheck
     let console: Console
     /// The usable machine id (the per-machine offset), nil without one.
     let machineID: String?
 
     /// The most bytes a detached signature may have: a minisign signature is about 300
     /// bytes; its trusted comment is what can make it longer.
-    static let signatureLimit = 64 << 10
+    static let signatureLimit = MinisignVerifier.maxFileSize
 
     /// How one source's check ended.
     enum Outcome: Equatable {
@@ -118,7 +117,7 @@ struct SourceCheck {
         let fetcher = SourceFetcher(config: config)
         let request = SourceRequest(url: source.url, headers: headers, validators: copy?.validators, limit: Int(config.maxManifestSize.bytes),
                                     limitName: "max_manifest_size \(config.maxManifestSize) (\(config.maxManifestSize.bytes) bytes)", what: "manifest",
-                                    allowsDowngrade: source.isSigned, clientCert: source.clientCert, clientKey: source.clientKey)
+                                    allowsDowngrade: source.isSigned, clientCertificate: source.clientCertificate ?? config.clientCertificate)
         let manifest: [UInt8]
         let validators: Validators
         switch fetcher.fetch(request) {
@@ -129,20 +128,21 @@ struct SourceCheck {
             validators = got
         }
         var signature: [UInt8]?
-        var signer: SourceSignature?
+        var signer: VerifiedSignature?
         if source.isSigned {
             let signatureRequest = SourceRequest(url: source.signature, headers: source.signature.origin == source.url.origin ? headers : [],
                                                  validators: nil, limit: Self.signatureLimit,
                                                  limitName: "the 64KiB a signature may have", what: "signature", allowsDowngrade: true,
-                                                 clientCert: source.clientCert, clientKey: source.clientKey)
+                                                 clientCertificate: source.clientCertificate ?? config.clientCertificate)
             switch fetcher.fetch(signatureRequest) {
             case .body(let bytes, _): signature = bytes
             case .notModified: return fail("cannot fetch the signature \(source.signature.redacted): HTTP 304", reason: "missing signature")
             case .failed(let why): return fail("cannot fetch the signature \(source.signature.redacted): \(why)", reason: "missing signature: \(why)")
             }
-            switch signatures.verify(manifest: manifest, signature: signature ?? [], keys: source.publicKeys) {
-            case .failure(let failure): return fail("bad signature: \(failure.message)", reason: "bad signature: \(failure.message)")
-            case .success(let signed): signer = signed
+            do {
+                signer = try MinisignVerifier.verify(message: manifest, signatureFile: signature ?? [], keys: source.publicKeys)
+            } catch {
+                return fail("bad signature: \(error.message)", reason: "bad signature: \(error.message)")
             }
             if let older = signer?.timestamp, let inForce = copy?.timestamp, older < inForce {
                 return fail("rollback refused: the manifest was signed at timestamp \(older), before the copy in force (\(inForce))",
@@ -168,7 +168,7 @@ struct SourceCheck {
             return fail("name taken: the feed name '\(feed.name)' is already used by \(other)", reason: "name taken")
         }
         let applied = SourceCopy(manifest: manifest, signature: signature, validators: validators, fetchedAt: time,
-                                 keyID: signer?.keyID, timestamp: signer?.timestamp)
+                                 keyID: signer?.keyIDHex, timestamp: signer?.timestamp)
         if case .failure(let error) = cache.writeSourceCopy(applied, label: label, url: FeedSource.label(of: source.url)) {
             return fail("cannot write the copy in force: \(error)")
         }

@@ -3,9 +3,6 @@
 /// record which sources cannot run (a name taken), forget sources the config dropped, and
 /// say which are not ok.
 enum SourcePass {
-    /// The check's verifier of signatures (`MinisignVerifier` once it is built in).
-    static var signatures: any SourceSignatureCheck { UnavailableSignatureCheck() }
-
     struct Result {
         let feeds: FeedSet
         let statuses: [SourceStatus]
@@ -37,7 +34,7 @@ enum SourcePass {
         if !config.feedSources.isEmpty {
             var localNames: [String: String] = [:]
             for feed in local { localNames[feed.name] = feed.file }
-            let checker = SourceCheck(config: config, environment: settings.environment, signatures: signatures, console: console,
+            let checker = SourceCheck(config: config, environment: settings.environment, console: console,
                                       machineID: settings.machineID?.usableValue)
             checker.run(all: all, localNames: localNames, cache: cache, state: state, now: { settings.now() }, stopRequested: stopRequested)
         }

@@ -15,9 +15,8 @@ struct SourceRequest {
     /// Whether a redirect may go from https to plain http (only a signed source's may:
     /// its signature, not the connection, is what is trusted).
     var allowsDowngrade: Bool
-    /// The source's own client certificate and key (PEM files), else the config's.
-    var clientCert: String?
-    var clientKey: String?
+    /// The source's own client certificate, else the config's (nil: none).
+    var clientCertificate: ClientCertificate?
 }
 
 /// How a fetch ended.
@@ -106,7 +105,8 @@ final class SourceFetcher {
         do {
             easy = try CurlEasy()
             multi = try CurlMulti(totalConnections: 1, perHost: 1)
-            let options = CurlRequestOptions(url: url, headers: headers, connectTimeout: Int(config.connectTimeout.seconds), bufferSize: 64 * 1024)
+            let options = CurlRequestOptions(url: url, headers: headers, connectTimeout: Int(config.connectTimeout.seconds), bufferSize: 64 * 1024,
+                                             clientCertificate: request.clientCertificate)
             let shared = CurlSharedOptions(caFile: config.caFile, userAgent: "prefetch/\(ProgramVersion.text)",
                                            proxy: config.proxy?.text, noProxy: config.noProxy?.text)
             try easy.prepare(options, shared: shared, receiver: Unmanaged.passUnretained(self).toOpaque(),
