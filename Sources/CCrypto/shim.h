@@ -24,3 +24,36 @@ static inline void prefetch_sha256_short(const void *data, size_t length, unsign
     SHA256_Update(&context, data, length);
     SHA256_Final(out, &context);
 }
+
+/* Ed25519 and BLAKE2b-512 for minisign signatures (PrefetchCore/Signatures). In C so that the
+ * key and the context are freed on every path, and so that a failed check leaves nothing on
+ * this thread's OpenSSL error queue: libcurl's OpenSSL backend reads that queue to explain
+ * its own TLS failures, and a stale entry would be shown as the cause of an unrelated one. */
+#include <openssl/err.h>
+
+/* 1 when `signature` (64 bytes) is `public_key`'s (32 bytes) Ed25519 signature of
+ * `message`, 0 when it is not or libcrypto could not check it. */
+static inline int prefetch_ed25519_verify(const unsigned char *public_key, const unsigned char *signature,
+                                          const unsigned char *message, size_t length) {
+    static const unsigned char nothing = 0;
+    int verified = 0;
+    if (message == NULL) message = &nothing; /* an empty message: a valid pointer all the same */
+    EVP_PKEY *key = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, public_key, 32);
+    EVP_MD_CTX *context = EVP_MD_CTX_new();
+    if (key != NULL && context != NULL && EVP_DigestVerifyInit(context, NULL, NULL, NULL, key) == 1) {
+        /* Ed25519 has no streaming mode in libcrypto: the whole message in one call. */
+        verified = EVP_DigestVerify(context, signature, 64, message, length) == 1;
+    }
+    EVP_MD_CTX_free(context);
+    EVP_PKEY_free(key);
+    ERR_clear_error();
+    return verified;
+}
+
+/* BLAKE2b-512 of `data` into `out` (64 bytes): 1 when done, 0 when libcrypto failed. */
+static inline int prefetch_blake2b512(const void *data, size_t length, unsigned char *out) {
+    unsigned int size = 0;
+    int done = EVP_Digest(data, length, out, &size, EVP_blake2b512(), NULL) == 1 && size == 64;
+    ERR_clear_error();
+    return done;
+}

@@ -6,6 +6,7 @@ import Testing
 ///
 ///     Values, System            values and the operating system, wrapped once
 ///     YAML                      reading YAML, with positions for errors
+///     Signatures                minisign signatures (Ed25519, BLAKE2b-512 from libcrypto)
 ///     Config                    the configuration file
 ///     Manifest, State           feeds; state.db
 ///     Cache, Schedule, Conditions
@@ -20,7 +21,7 @@ import Testing
 /// comments and string literals left out.
 @Suite struct ArchitectureTests {
     static let layers: [[String]] = [
-        ["Values", "System"], ["YAML"], ["Config"], ["Manifest", "State"], ["Cache", "Schedule", "Conditions"],
+        ["Values", "System"], ["YAML"], ["Signatures"], ["Config"], ["Manifest", "State"], ["Cache", "Schedule", "Conditions"],
         ["Plan"], ["Transfer"], ["Output"], ["Run"], ["Commands"],
     ]
     static let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()

@@ -108,4 +108,47 @@ import TestSupport
         let path = try folder.write("state.db", "this is not a database, just text that is long enough to have a header......")
         #expect(throws: SQLiteError.self) { try StateStore.openReadOnly(path)?.snapshot() }
     }
+
+    /// A 304 (`placed: false`, no response) changes exactly what it confirms — the URL's
+    /// record, the validators, when it was validated and succeeded — and clears the failure
+    /// record; the copy's length, sha256, encoding, placement and last 2xx response stay.
+    /// Over every kind of row before it (a placed copy with a response, one failing, a
+    /// permanent failure under another URL, none at all), against the rule written out here.
+    @Test func a304ChangesOnlyWhatItConfirms() throws {
+        let folder = try TemporaryFolder()
+        let store = try StateStore.openForWriting(folder.path + "/state.db")
+        let response = ResponseFacts(etag: "\"r\"", lastModified: nil, date: "Sun, 29 Nov 2026 10:00:00 GMT", acceptRangesNone: true,
+                                     contentEncoding: "gzip")
+        let placed = ResourceKey(feed: "f", path: "placed"), failing = ResourceKey(feed: "f", path: "failing")
+        let moved = ResourceKey(feed: "f", path: "moved"), fresh = ResourceKey(feed: "f", path: "new")
+        try store.recordValidated(placed, urlHash: "h", validators: Validators(etag: "\"a\""), length: 10, sha256: "00", placed: true,
+                                  encoding: .keep, at: 100, response: response)
+        try store.recordValidated(failing, urlHash: "h", validators: Validators(etag: "\"a\""), length: 10, sha256: "00", placed: true, at: 100)
+        try store.recordFailure(failing, urlHash: "h", entry: "e", release: 150, error: "HTTP 503", permanent: false, nextRetry: 300, at: 200)
+        try store.recordValidated(moved, urlHash: "old", validators: Validators(), length: 3, sha256: "11", placed: true, at: 100)
+        try store.recordFailure(moved, urlHash: "h", entry: "e2", release: 150, error: "HTTP 404", permanent: true, nextRetry: nil, at: 200)
+        let before = try store.snapshot().resources
+        let validators = Validators(etag: "\"b\"", lastModified: "Mon, 30 Nov 2026 10:00:00 GMT")
+        for key in [placed, failing, moved, fresh] {
+            try store.recordValidated(key, urlHash: "h", validators: validators, length: nil, sha256: nil, placed: false, at: 500)
+        }
+        let after = try store.snapshot().resources
+        for key in [placed, failing, moved] {
+            var expected = try #require(before[key])
+            expected.urlHash = "h"
+            expected.validators = validators
+            expected.validatedAt = 500
+            expected.lastSuccess = 500
+            expected.lastError = nil
+            expected.failures = 0
+            expected.failureRelease = nil
+            expected.permanentFailure = false
+            expected.nextRetry = nil
+            expected.failureEntry = nil
+            #expect(after[key] == expected, "\(key.path)")
+        }
+        let inserted = try #require(after[fresh])
+        #expect(inserted.validators == validators && inserted.validatedAt == 500 && inserted.placedAt == nil && inserted.length == nil)
+        #expect(after[placed]?.lastResponse?.contentEncoding == "gzip" && after[placed]?.copyEncoding == .keep)
+    }
 }

@@ -47,6 +47,9 @@ import Testing
                 machine.recordTaken()
                 let letGo = machine.recordCommittedNow()
                 #expect(letGo)
+            case .drop:
+                #expect(machine.offset == 0 || machine.phase != .receiving, "a dropped chunk is never written")
+                left -= UInt64(chunk)
             case .refuse:
                 return seen
             }
@@ -271,7 +274,8 @@ import Testing
         #expect(end.failure == m.failure, "the end keeps the first failure")
     }
 
-    /// FAULTS 14: an error page is never written.
+    /// FAULTS 14: an error page is never written. A short one is read to its end (dropped),
+    /// so its connection carries the next request; a longer one stops the exchange.
     @Test func anErrorBodyIsNotWritten() {
         var m = Self.machine()
         _ = m.request()
@@ -279,9 +283,48 @@ import Testing
         let begun = m.bodyBegins()
         #expect(begun == .discard)
         let chunk = m.bodyChunk(50)
-        #expect(chunk == .refuse && m.offset == 0)
-        let failure = Self.end(&m, cleanly: false).failure
+        #expect(chunk == .drop && m.offset == 0)
+        let failure = Self.end(&m, cleanly: true).failure
         #expect(failure?.kind == .permanent && failure?.message == "HTTP 404")
+    }
+
+    /// An error page is read to its end up to `drainLimit` bytes (each redirect's page
+    /// counted alone), never written; past the limit the exchange stops, judged as before.
+    @Test(arguments: [(500, "HTTP 500", TransferFailure.Kind.transient), (404, "HTTP 404", .permanent)])
+    func anErrorBodyIsReadToItsEndOnlyWhenShort(status: Int, message: String, kind: TransferFailure.Kind) {
+        let limit = TransferStateMachine.drainLimit
+        var m = Self.machine()
+        _ = m.request()
+        Self.respond(&m, "HTTP/1.1 302 Found", "Location: https://e.com/b.bin", "Content-Length: \(limit)")
+        #expect(m.bodyBegins() == .discard)
+        #expect(m.bodyChunk(Int(limit)) == .drop, "a redirect's page within the limit")
+        guard case .follow = Self.end(&m, redirect: "https://e.com/b.bin") else { Issue.record("not followed"); return }
+        Self.respond(&m, "HTTP/1.1 \(status) Whatever", "Content-Length: \(2 * limit)")
+        #expect(m.bodyBegins() == .discard)
+        #expect(m.bodyChunk(Int(limit) - 1) == .drop, "the next response's page is counted from zero")
+        #expect(m.bodyChunk(1) == .drop)
+        #expect(m.bodyChunk(1) == .refuse, "a byte past the limit")
+        #expect(m.offset == 0 && m.dropped == limit)
+        for cleanly in [true, false] {
+            var ended = m
+            let failure = Self.end(&ended, cleanly: cleanly).failure
+            #expect(failure?.kind == kind && failure?.message == message, "cleanly \(cleanly)")
+        }
+    }
+
+    /// Only a body that is not written is dropped: a 2xx refused on its head (too long for
+    /// `size`) and the cached copy resent whole stop the exchange at their first byte.
+    @Test func onlyAnUnwrittenErrorPageIsDropped() {
+        var refused = Self.machine(size: 10)
+        _ = refused.request()
+        Self.respond(&refused, "HTTP/1.1 200 OK", "Content-Length: 20")
+        #expect(refused.bodyBegins() == .discard)
+        #expect(refused.bodyChunk(20) == .refuse)
+        var copy = Self.machine(cached: Validators(etag: "\"c\""))
+        _ = copy.request()
+        Self.respond(&copy, "HTTP/1.1 200 OK", "Content-Length: 20", "ETag: \"c\"")
+        #expect(copy.bodyBegins() == .discard)
+        #expect(copy.bodyChunk(20) == .refuse)
     }
 
     @Test func aFullDiskPausesEverythingAndCountsNoAttempt() {
@@ -427,6 +470,10 @@ import Testing
                         #expect(m.needsRecord || m.recordRequested, "\(context): held for a record nobody will take")
                         m.recordTaken()
                         _ = m.recordCommittedNow()
+                    case .drop:
+                        #expect(!(200..<300).contains(m.head.status), "\(context): a \(m.head.status) body dropped")
+                        #expect(m.dropped <= TransferStateMachine.drainLimit, "\(context): \(m.dropped) bytes dropped")
+                        body -= UInt64(chunk)
                     case .refuse:
                         body = 0
                     }

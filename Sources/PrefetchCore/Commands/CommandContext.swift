@@ -37,9 +37,36 @@ extension CommandContext {
         return .success(feeds.filter { $0.name == only })
     }
 
-    /// Loads the feeds folder of `config`; prints diagnostics; nil on any error.
+    /// Whether `--feed NAME`, when given, is one of `names`: a usage error of `command`
+    /// otherwise, with the closest name suggested.
+    func checkFeedName(among names: [String], command: String) -> Result<Void, ExitCode> {
+        guard let only = arguments["--feed"], !names.contains(only) else { return .success(()) }
+        var message = "unknown feed '\(only)'"
+        if let guess = Suggestion.closest(to: only, among: names) { message += " (did you mean '\(guess)'?)" }
+        return .failure(ExitCode(rawValue: Prefetch.fail(UsageError(message, command: command), console: console)) ?? .usage)
+    }
+
+    /// Every feed that runs: the feeds folder's and the sources' copies in force (SPEC §8);
+    /// prints diagnostics; nil on any error of the local feeds.
     func loadFeeds(_ config: Config) -> [Feed]? {
-        let loaded = FeedLoader.load([config.feeds], config: config)
+        loadFeedSet(config)?.all
+    }
+
+    /// The local feeds (the feeds folder of `config`) and every feed source's copy in force;
+    /// prints diagnostics; nil on any error of the local feeds. With `feed_sources`, a missing
+    /// or empty feeds folder is no error and no warning: the sources may be all there is.
+    func loadFeedSet(_ config: Config) -> FeedSet? {
+        guard let local = loadLocalFeeds(config) else { return nil }
+        return FeedSet.assemble(local: local, config: config)
+    }
+
+    /// The feeds folder's feeds alone; prints diagnostics; nil on any error.
+    func loadLocalFeeds(_ config: Config) -> [Feed]? {
+        if !config.feedSources.isEmpty, FileSystem.kind(of: config.feeds) == nil { return [] }
+        var loaded = FeedLoader.load([config.feeds], config: config)
+        if !config.feedSources.isEmpty {
+            loaded.diagnostics.removeAll { $0.severity == .warning && $0.file == config.feeds && $0.location == nil }
+        }
         console.report(loaded.diagnostics, sources: loaded.sources)
         if loaded.hasErrors {
             let errors = loaded.diagnostics.filter { $0.severity == .error }.count

@@ -122,12 +122,14 @@ public enum Commands {
                     options: [feeds, cache, OptionSpec("--feed", value: "NAME", "Only this feed."), assume, json,
                               OptionSpec("--quiet", "Print only errors, and the summary of a failed run."), metricsFile, config],
                     discussion: "One pass, as a cron line or a systemd timer calls it. Exit 0 on success, 1 when a transfer failed, 75 when another writer holds the cache.\n"
+                        + "Feed sources (the config's feed_sources) that are due are checked first; a source it covers that is stale\n"
+                        + "or never applied makes it exit 1 (its copy in force, if any, still runs).\n"
                         + "Partials: within the boot that wrote them, the bytes on disk are trusted whole (a kill -9 loses nothing\n"
                         + "the kernel accepted); after a reboot only the offset recorded after an fsync.",
                     environment: environment(transfers: true), available: true),
         CommandSpec(name: "daemon", abstract: "Run forever, waking for each release, window and retry.", arguments: nil,
                     options: [feeds, cache, metricsFile, config],
-                    discussion: "Holds the cache lock for its lifetime. SIGTERM/SIGINT stop resumably (exit 0), SIGHUP reloads feeds, SIGUSR1 plans and runs now.",
+                    discussion: "Holds the cache lock for its lifetime. SIGTERM/SIGINT stop resumably (exit 0), SIGHUP reloads feeds and checks every feed source, SIGUSR1 plans and runs now.",
                     environment: environment(transfers: true), available: true),
         CommandSpec(name: "status", abstract: "Show what is cached, partial transfers and the next wake-up.", arguments: nil,
                     options: [feeds, cache, json, config], discussion: "Reads only; never creates the cache.", environment: [], available: true),

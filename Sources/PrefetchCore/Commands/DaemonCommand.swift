@@ -20,7 +20,10 @@ enum DaemonCommand {
         }
         let config = settings.config
         let console = context.console
-        guard var feeds = context.loadFeeds(config) else { return .usage }
+        guard var local = context.loadLocalFeeds(config) else { return .usage }
+        var feeds = FeedSet.assemble(local: local, config: config).all
+        /// Every source is checked at the next pass (the first, and after SIGHUP); else the due ones.
+        var checkAllSources = true
         let signals = StopSignal(signals: [SIGTERM, SIGINT], also: [SIGHUP, SIGUSR1])
         let notifier = SystemdNotifier(environment: context.environment, console: console)
         notifier.tell(.loaded(feeds: feeds.count))
@@ -62,23 +65,39 @@ enum DaemonCommand {
         while true {
             switch action {
             case .runPass:
-                let pass = RunPass(feeds: feeds, allFeeds: feeds, settings: settings, cache: session.cache, state: session.state,
-                                   console: console, wantsNextWakeup: true, monitor: monitor)
                 notifier.tell(.passStarted)
+                // The due sources first (SPEC §8), then the pass over every feed that runs.
+                let sources = SourcePass.run(settings: settings, local: local, cache: session.cache, state: session.state, console: console,
+                                             all: checkAllSources, stopRequested: stopRequested)
+                checkAllSources = false
+                feeds = sources.feeds.all
+                let problems = sources.problems
+                for problem in problems { console.err("prefetch daemon: \(problem)\n") }  // said each pass, as the status
+                var pass = RunPass(feeds: feeds, allFeeds: feeds, settings: settings, cache: session.cache, state: session.state,
+                                   console: console, wantsNextWakeup: true, monitor: monitor)
+                pass.sources = sources.statuses
                 let outcome = pass.execute(reporter: reporter, stopRequested: stopRequested)
                 wake = outcome.wake
+                // The daemon wakes for the next source that comes due, too.
+                let checker = SourceCheck(config: config, environment: settings.environment, console: console, machineID: settings.machineID?.usableValue)
+                let nextWakeup = [outcome.nextWakeup, checker.nextDue(config.feedSources, state: session.state, now: settings.now())]
+                    .compactMap { $0 }.min()
                 _ = deliverSignals()  // remembered by the machine until the pass's end, just told
-                action = machine.handle(.passEnded(nextWakeup: outcome.nextWakeup, at: settings.now()))
-                if case .sleep = action { notifier.tell(.passEnded(nextWakeup: outcome.nextWakeup, error: outcome.metricsError)) }
+                action = machine.handle(.passEnded(nextWakeup: nextWakeup, at: settings.now()))
+                let errors = ([outcome.metricsError] + problems.map(Optional.some)).compactMap { $0 }
+                if case .sleep = action {
+                    notifier.tell(.passEnded(nextWakeup: nextWakeup, error: errors.isEmpty ? nil : errors.joined(separator: "; ")))
+                }
             case .reloadFeeds:
                 notifier.tell(.reloading)
-                let loaded = FeedLoader.load([config.feeds], config: config)
-                console.report(loaded.diagnostics, sources: loaded.sources)
-                if loaded.hasErrors {
-                    console.err("prefetch daemon: reload failed; keeping the previous feeds\n")
+                // SIGHUP also checks every feed source at the next pass, due or not (SPEC §8).
+                checkAllSources = true
+                if let reloaded = context.loadLocalFeeds(config) {
+                    local = reloaded
+                    feeds = FeedSet.assemble(local: local, config: config).all
+                    console.out("prefetch daemon: reloaded \(local.count) feed\(local.count == 1 ? "" : "s")\n")
                 } else {
-                    feeds = loaded.feeds
-                    console.out("prefetch daemon: reloaded \(feeds.count) feed\(feeds.count == 1 ? "" : "s")\n")
+                    console.err("prefetch daemon: reload failed; keeping the previous feeds\n")
                 }
                 action = machine.handle(.reloaded(at: settings.now()))
                 if let signalled = deliverSignals() { action = signalled }

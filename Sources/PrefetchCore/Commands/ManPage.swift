@@ -54,6 +54,11 @@ public enum ManPage {
             .TP
             .I \(Config.defaultPath)
             The configuration; every key is optional, and a missing file means all defaults.
+            Its
+            .B feed_sources
+            list manifests fetched from a central place (with
+            .BR url ", " refresh ", " public_key ", " public_keys ", " signature ", " headers ", " name ", " client_cert ", " client_key );
+            the manual's configuration.md lists every key.
             .TP
             .I \(Config().feeds)/
             Feed manifests: the folder's *.yaml and *.yml files, hidden ones skipped.
@@ -67,7 +72,9 @@ public enum ManPage {
             .I \(CacheLayout.state)
             (SQLite: jobs, attempts, validators, history),
             .I \(CacheLayout.partials)/
-            (transfers in progress) and
+            (transfers in progress),
+            .I \(SourceCopies.folder)/
+            (each feed source's copy in force, with its signature and validators) and
             .I \(CacheLayout.lock)
             (one writer per cache).
             .TP

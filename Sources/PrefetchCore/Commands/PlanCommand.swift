@@ -1,3 +1,5 @@
+import Foundation
+
 /// `prefetch plan`: what would run, when, and why not now. Reads only; never creates the
 /// cache folder or state.db.
 enum PlanCommand {
@@ -20,7 +22,8 @@ enum PlanCommand {
         case .failure(let code): return code
         }
         let config = settings.config
-        guard let feeds = context.loadFeeds(config) else { return .usage }
+        guard let set = context.loadFeedSet(config) else { return .usage }
+        let feeds = set.all
         let state = context.readState(cache: config.cache, feeds: feeds)
         let cache = CacheFolder.openExisting(config.cache)  // reads only: creates nothing
         let input = PlanInput(feeds: feeds, state: state, cached: CacheListing.present(feeds, in: cache),
@@ -38,7 +41,17 @@ enum PlanCommand {
             return .success
         }
         let renderer = PlanRenderer(color: context.console.colorOut)
-        if flags.contains("--json") {
+        // Feed sources first (SPEC §8): the plan is made from their copies in force.
+        let records = (try? context.openStateReadOnly(cache: config.cache, feeds: feeds)?.sourceStates()) ?? [:]
+        let zone = ZoneClock(TimeZone.current)
+        let json = flags.contains("--json")
+        var sourceLines = ""
+        for view in set.sources {
+            let status = SourceStatus(view, record: records[view.source.label], now: input.now)
+            sourceLines += json ? SourceReport.json(status, clock: zone) : SourceReport.text(status, clock: zone)
+        }
+        if !sourceLines.isEmpty { context.console.out(sourceLines + (json ? "" : "\n")) }
+        if json {
             renderer.json(plan, to: context.console.out)
         } else {
             renderer.text(plan, to: context.console.out)

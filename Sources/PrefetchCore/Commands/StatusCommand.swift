@@ -7,9 +7,11 @@ enum StatusCommand {
         case .failure(let code): return code
         }
         let config = settings.config
-        guard let feeds = context.loadFeeds(config) else { return .usage }
+        guard let set = context.loadFeedSet(config) else { return .usage }
+        let feeds = set.all
         let now = settings.now()
         let snapshot = context.readState(cache: config.cache, feeds: feeds)
+        let sourceRecords = (try? context.openStateReadOnly(cache: config.cache, feeds: feeds)?.sourceStates()) ?? [:]
         let cache = CacheFolder.openExisting(config.cache)  // reads only: creates nothing
         let cached = CacheListing.present(feeds, in: cache)
         let partialFiles = CacheListing.partialFiles(snapshot, in: cache)
@@ -101,6 +103,11 @@ enum StatusCommand {
         }
         // Held origins (SPEC §6), after the feeds.
         let local = ZoneClock(TimeZone.current)
+        // Feed sources (SPEC §8): every one, from its copy in force and its record.
+        for view in set.sources {
+            let status = SourceStatus(view, record: sourceRecords[view.source.label], now: now)
+            out += json ? SourceReport.json(status, clock: local) : SourceReport.text(status, clock: local)
+        }
         for hold in snapshot.originHolds.values.sorted(by: { $0.origin < $1.origin }) {
             if json {
                 var line = JSONObject()

@@ -2,8 +2,14 @@
 enum ValidateCommand {
     static func run(_ context: CommandContext) -> ExitCode {
         guard let config = context.loadConfig() else { return .usage }
-        let paths = context.arguments.positionals.isEmpty ? [config.feeds] : context.arguments.positionals
-        let loaded = FeedLoader.load(paths, config: config)
+        let folderOnly = context.arguments.positionals.isEmpty
+        let paths = folderOnly ? [config.feeds] : context.arguments.positionals
+        // With feed sources the feeds folder may be missing or empty (SPEC §8).
+        let sourcesOnly = folderOnly && !config.feedSources.isEmpty && FileSystem.kind(of: config.feeds) == nil
+        var loaded = sourcesOnly ? LoadedFeeds() : FeedLoader.load(paths, config: config)
+        if folderOnly && !config.feedSources.isEmpty {
+            loaded.diagnostics.removeAll { $0.severity == .warning && $0.file == config.feeds && $0.location == nil }
+        }
         context.console.report(loaded.diagnostics, sources: loaded.sources)
         let errors = loaded.diagnostics.filter { $0.severity == .error }.count
         let warnings = loaded.diagnostics.count - errors
@@ -14,6 +20,16 @@ enum ValidateCommand {
             context.console.err("prefetch: \(count(errors, "error"))\(warnings > 0 ? ", \(count(warnings, "warning"))" : "") in \(files)\n")
             return .usage
         }
+        // Without files named, the feed sources' copies in force too (read, never fetched).
+        let set = folderOnly ? FeedSet.assemble(local: loaded.feeds, config: config) : FeedSet(local: loaded.feeds, sources: [])
+        for view in set.sources {
+            switch view.problem {
+            case .unreadable(let reason)?: context.console.err("\(view.source.label): warning: \(reason)\n")
+            case .nameTaken(let why)?: context.console.err("\(view.source.label): warning: name taken: \(why)\n")
+            case nil: if view.copy == nil { context.console.err("\(view.source.label): warning: no copy in force yet (run fetches it)\n") }
+            }
+        }
+        loaded.feeds = set.all
         var out = ""
         let width = loaded.feeds.map(\.name.count).max() ?? 0
         for feed in loaded.feeds {

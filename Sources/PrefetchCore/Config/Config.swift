@@ -43,6 +43,11 @@ public struct Config: Sendable {
     public var noProxy: NoProxyList?
     /// The largest feed manifest read (SPEC §7); a larger one is refused before it is parsed.
     public var maxManifestSize: ByteSize = ByteSize(bytes: InputLimits.defaultManifestSize)
+    /// Manifests fetched from a central place (SPEC §8), in the config's order.
+    public var feedSources: [FeedSource] = []
+    /// The client certificate presented to every origin that asks for one (SPEC §8,
+    /// `client_cert` and `client_key`); nil: none.
+    public var clientCertificate: ClientCertificate?
 
     /// The path of the default configuration file.
     public static let defaultPath = "/etc/prefetch/config.yaml"
@@ -60,7 +65,7 @@ public enum ConfigLoader {
     public static let keys = ["feeds", "cache", "max_size", "ca_file", "metered_default", "machine_id",
                               "concurrency", "per_host", "connect_timeout", "stall_timeout", "max_redirects",
                               "verify_every", "removed_feed_grace", "starved_after", "proxy", "no_proxy", "metrics_file",
-                              "response_timeout", "max_manifest_size"]
+                              "response_timeout", "max_manifest_size", "feed_sources", "client_cert", "client_key"]
 
     /// Where the config's scalars have limits of their own (SPEC §8's `feed_sources` URLs
     /// among them).
@@ -158,6 +163,7 @@ public enum ConfigLoader {
         if let node = entries["no_proxy"]?.value, let list = reader.value(node, what: "no_proxy", limit: InputLimits.noProxy, NoProxyList.parse) {
             config.noProxy = list
         }
+        config.clientCertificate = reader.clientCertificate(entries, absolute: absolute)
         if let node = entries["max_manifest_size"]?.value, let size = reader.value(node, what: "max_manifest_size", ByteSize.parse) {
             let range = InputLimits.manifestSizes
             if range.contains(size.bytes) {
@@ -166,6 +172,9 @@ public enum ConfigLoader {
                 reader.error("max_manifest_size must be from \(ByteSize(bytes: range.lowerBound)) to \(ByteSize(bytes: range.upperBound)), found \(node.scalar ?? "\(size)")",
                              at: node.location)
             }
+        }
+        if let node = entries["feed_sources"]?.value, !node.isNull {
+            config.feedSources = FeedSourceDecoder.decode(node, reader: &reader, absolute: absolute)
         }
         return (config, reader.finished())
     }

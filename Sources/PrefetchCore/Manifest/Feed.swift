@@ -98,12 +98,6 @@ public enum Priority: String, Sendable, Hashable, Comparable, CaseIterable {
     public static func < (a: Priority, b: Priority) -> Bool { a.rank < b.rank }
 }
 
-/// A request header from the manifest; its value may hold `${VAR}` references.
-public struct HeaderField: Sendable, Hashable {
-    public var name: String
-    public var value: HeaderTemplate
-}
-
 /// One resource of a feed. Compact, as a manifest may list a million: the URL as its text
 /// with offsets (`ResourceURL`), the `sha256` as 32 bytes inline.
 public struct Resource: Sendable {

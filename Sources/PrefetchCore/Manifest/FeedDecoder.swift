@@ -31,7 +31,10 @@ public struct FeedDecoder {
     ///
     /// The bytes are all there is to it (the fuzzing entry point): a manifest over the
     /// config's `max_manifest_size` is refused here too, before it is parsed.
-    public func decode(_ bytes: [UInt8], file: String) -> (feed: Feed?, diagnostics: [Diagnostic]) {
+    /// `defaultName`, when given, replaces the stem of `file` as the name of a manifest that
+    /// gives none (a feed source's manifest: named in messages by its label, named as a feed
+    /// by its URL's file stem, SPEC §8).
+    public func decode(_ bytes: [UInt8], file: String, defaultName: String? = nil) -> (feed: Feed?, diagnostics: [Diagnostic]) {
         if bytes.count > config.maxManifestSize.bytes {
             return (nil, [Diagnostic(.error, file: file, at: nil, Self.tooLarge(size: bytes.count, exact: true, config: config))])
         }
@@ -56,7 +59,7 @@ public struct FeedDecoder {
             return (nil, [Diagnostic(.error, file: file, at: SourceLocation(line: 1, column: 1),
                                      "the manifest is empty; a feed needs at least 'resources'")])
         }
-        let feed = decodeFeed(root, file: file, reader: &reader, resources: resources)
+        let feed = decodeFeed(root, file: file, defaultName: defaultName, reader: &reader, resources: resources)
         return (reader.hasErrors ? nil : feed, reader.finished())
     }
 
@@ -75,11 +78,11 @@ public struct FeedDecoder {
                                                   streaming: (key: "resources", handler: resources.decode),
                                                   stopWhen: { $0 + resources.errorCount > 0 }),
               document.problems.isEmpty, document.stoppedAt == nil, let root = document.root, !root.isNull else { return nil }
-        let feed = decodeFeed(root, file: file, reader: &reader, resources: resources)
+        let feed = decodeFeed(root, file: file, defaultName: nil, reader: &reader, resources: resources)
         return reader.diagnostics.isEmpty ? feed : nil
     }
 
-    private func decodeFeed(_ root: YAMLNode, file: String, reader: inout NodeReader, resources streamed: ResourceDecoder) -> Feed? {
+    private func decodeFeed(_ root: YAMLNode, file: String, defaultName: String?, reader: inout NodeReader, resources streamed: ResourceDecoder) -> Feed? {
         guard let entries = reader.mapping(root, allowed: Self.feedKeys, what: "a feed") else { return nil }
         let start = SourceLocation(line: 1, column: 1)
 
@@ -93,7 +96,7 @@ public struct FeedDecoder {
                 return text
             } ?? ""
         } else {
-            let stem = Self.stem(of: file)
+            let stem = defaultName ?? Self.stem(of: file)
             if FeedName.problem(stem) == nil {
                 name = stem
             } else {

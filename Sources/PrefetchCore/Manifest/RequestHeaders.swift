@@ -11,9 +11,16 @@ extension Resource {
     /// 8 KiB, all headers at most 64 KiB, and no control character (no header injection
     /// through the environment). Checked at request time, when the values exist.
     public func headerLines(environment: [String: String]) throws(HeaderExpansionError) -> [String] {
+        try headers.lines(environment: environment)
+    }
+}
+
+extension [HeaderField] {
+    /// The header lines with every `${VAR}` filled in and checked (`Resource.headerLines`).
+    func lines(environment: [String: String]) throws(HeaderExpansionError) -> [String] {
         var lines: [String] = []
         var total = 0
-        for header in headers {
+        for header in self {
             var value = ""
             for part in header.value.parts {
                 switch part {

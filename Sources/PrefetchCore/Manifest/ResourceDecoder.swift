@@ -100,7 +100,7 @@ final class ResourceDecoder {
            let value = reader.choice(node, what: "priority", Priority.allCases.map { ($0.rawValue, $0) }) {
             priority = value
         }
-        let headers = headersEntry.map { decodeHeaders($0) } ?? []
+        let headers = headersEntry.map { reader.headers($0) } ?? []
         let encoding = encodingEntry.flatMap { reader.encoding($0) }
 
         guard let url, let path, claim(path, at: pathNode.location, entry: item.location) else { return }
@@ -165,39 +165,6 @@ final class ResourceDecoder {
             reader.error(error.message + "; add a 'path'", at: location)
             return nil
         }
-    }
-
-    private func decodeHeaders(_ node: YAMLNode) -> [HeaderField] {
-        guard case .mapping(let pairs) = node.content else {
-            reader.error("headers must be a mapping of header names to values, found \(node.kindDescription)", at: node.location)
-            return []
-        }
-        var headers: [HeaderField] = []
-        var seen: [String: SourceLocation] = [:]
-        var total = 0
-        for pair in pairs {
-            guard let name = reader.value(pair.key, what: "a header name", limit: InputLimits.key, { (text) throws(ValueError) -> String in
-                if let problem = HeaderTemplate.nameProblem(text) { throw problem }
-                return text
-            }) else { continue }
-            if let first = seen[name.lowercased()] {
-                reader.error("header '\(name)' is given twice (first at line \(first.line))", at: pair.key.location)
-                continue
-            }
-            seen[name.lowercased()] = pair.key.location
-            guard reader.checkLength(pair.value, InputLimits.headerValue) else { continue }
-            // Names and values as written count toward the resource's 64 KiB; checked before
-            // the value's own syntax (a limit error replaces it), once, where it is passed.
-            total += name.utf8.count + (pair.value.scalar?.utf8.count ?? 0)
-            if total > InputLimits.headers.bytes {
-                reader.error(InputLimits.headersProblem(total, at: "header '\(name)'"), at: pair.key.location)
-                return headers
-            }
-            if let value = reader.value(pair.value, what: "header '\(name)'", limit: InputLimits.headerValue, HeaderTemplate.parse) {
-                headers.append(HeaderField(name: name, value: value))
-            }
-        }
-        return headers
     }
 
     /// Records `path` for this feed; false (with an error) when another resource has it,

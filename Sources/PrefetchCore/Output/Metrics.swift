@@ -25,6 +25,9 @@ enum Metrics {
         var origins: [(origin: String, held: Bool)]
         var lastRun: Instant
         var lastRunSeconds: Double
+        /// Every feed source (SPEC §8) by label: 1 only when `ok`, and the last check that
+        /// applied a copy or got a 304 (nil: none yet, said as 0).
+        var sources: [(label: String, ok: Bool, lastSuccess: Instant?)] = []
     }
 
     static let results = ["placed", "fresh", "failed", "paused"]
@@ -57,6 +60,13 @@ enum Metrics {
                [("", seconds(snapshot.lastRun))])
         family("prefetch_last_run_duration_seconds", "gauge", "How long the last pass took.",
                [("", format(snapshot.lastRunSeconds))])
+        if !snapshot.sources.isEmpty {
+            family("prefetch_source_ok", "gauge", "1 when the feed source's copy in force is current (ok), 0 when stale or never applied.",
+                   snapshot.sources.map { ("source=\(quote($0.label))", $0.ok ? "1" : "0") })
+            family("prefetch_source_last_success_timestamp_seconds", "gauge",
+                   "When a check of the feed source last applied a copy or got a 304 (Unix time; 0 before any).",
+                   snapshot.sources.map { ("source=\(quote($0.label))", $0.lastSuccess.map(seconds) ?? "0") })
+        }
         return out
     }
 

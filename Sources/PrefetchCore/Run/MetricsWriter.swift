@@ -11,7 +11,7 @@ enum MetricsWriter {
     /// Writes the file; the error, said on stderr, when it could not be.
     /// `conditions`: the pass's last readings (the plan's next wake-ups depend on them).
     static func write(to path: String, feeds: [Feed], cache: CacheFolder, state: StateStore, settings: Settings, now: Instant,
-                      conditions: ConditionSnapshot, passSeconds: Double, console: Console) -> String? {
+                      conditions: ConditionSnapshot, passSeconds: Double, sources: [SourceStatus] = [], console: Console) -> String? {
         func failed(_ reason: String) -> String {
             let message = "cannot write the metrics file \(path): \(reason)"
             console.err("prefetch: error: \(message)\n")
@@ -52,7 +52,8 @@ enum MetricsWriter {
                 releaseComplete: ReaderIndex.isComplete(feed, plan: feedPlan, state: snapshot, cached: cached)))
         }
         let origins = everHeld.map { (origin: $0, held: snapshot.originHolds[$0] != nil) }
-        let text = Metrics.render(Metrics.Snapshot(feeds: lines, origins: origins, lastRun: now, lastRunSeconds: passSeconds))
+        let text = Metrics.render(Metrics.Snapshot(feeds: lines, origins: origins, lastRun: now, lastRunSeconds: passSeconds,
+                                                    sources: sources.map { ($0.label, $0.state == .ok, $0.record?.lastSuccess) }))
         let folder = (path as NSString).deletingLastPathComponent
         let temporary = (folder.isEmpty ? "" : folder + "/") + "." + (path as NSString).lastPathComponent + ".tmp"
         if case .failure(let error) = FileSystem.replaceFile(path, with: Array(text.utf8), temporary: temporary) {

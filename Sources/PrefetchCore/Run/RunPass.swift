@@ -18,6 +18,10 @@ struct RunPass {
     /// The readings, kept current beside the transfers (the daemon's, for its life); nil:
     /// the pass makes its own and stops it at its end.
     var monitor: ConditionMonitor? = nil
+    /// The feed sources (SPEC §8) as checked before this pass: the metrics show them, and a
+    /// stale or never-applied one among `coveredSources` fails the pass (§5's exit rule).
+    var sources: [SourceStatus] = []
+    var coveredSources: Set<String> = []
 
     /// Work waiting on a condition (power, network, free space, a budget) is re-checked at
     /// least this often: no clock says when it holds again.
@@ -209,7 +213,8 @@ struct RunPass {
         var metricsError: String?
         if let metricsFile = settings.metricsFile {
             metricsError = MetricsWriter.write(to: metricsFile, feeds: allFeeds, cache: cache, state: state, settings: settings, now: clock(),
-                                               conditions: conditions(), passSeconds: Date().timeIntervalSince(started), console: console)
+                                               conditions: conditions(), passSeconds: Date().timeIntervalSince(started), sources: sources,
+                                               console: console)
         }
         if summary.diskFull {
             // Said of resumable partials only (SPEC §7); the others were discarded as their transfers stopped.
@@ -219,7 +224,9 @@ struct RunPass {
         // SPEC §5's exit rule: a metrics file that could not be written fails the pass (§6),
         // and so does a state write that failed (the cache could not be written).
         let unrecorded = reporter.stateErrors > stateErrorsBefore
-        let exit: ExitCode = summary.failed > 0 || summary.diskFull || !switched || metricsError != nil || unrecorded ? .failure : .success
+        let sourcesStale = sources.contains { coveredSources.contains($0.label) && $0.state != .ok }
+        let exit: ExitCode = summary.failed > 0 || summary.diskFull || !switched || metricsError != nil || unrecorded || sourcesStale
+            ? .failure : .success
         let notDue = plan.feeds.reduce(0) { $0 + $1.items.filter { $0.status != .due && $0.status != .fresh }.count }
         reporter.summary(summary, seconds: seconds, exit: exit, notDue: notDue)
         return Outcome(exit: exit, nextWakeup: nextWakeup, metricsError: metricsError, wake: wake)

@@ -52,11 +52,14 @@ final class SQLiteConnection {
     /// Runs `sql` with `values` bound to its `?` parameters. The SQL is a literal: its
     /// prepared statement is kept, found again by the literal's address (no hashing of the
     /// text on each of a run's thousands of state writes).
-    func run(_ sql: StaticString, _ values: [SQLiteValue]) throws(SQLiteError) {
+    /// Returns the rows it changed (`sqlite3_changes`).
+    @discardableResult
+    func run(_ sql: StaticString, _ values: [SQLiteValue]) throws(SQLiteError) -> Int {
         let statement = try cached(sql)
         try statement.bind(values)
         defer { statement.reset() }
         while try statement.step() {}
+        return Int(sqlite3_changes(handle))
     }
 
     /// Rows changed through this connection so far, and SQLite's counter of commits by

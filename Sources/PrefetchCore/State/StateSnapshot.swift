@@ -220,3 +220,19 @@ public struct PartialState: Sendable, Equatable {
                       contentEncoding: contentEncoding)
     }
 }
+
+/// What state.db records of one feed source (SPEC §8).
+public struct SourceState: Sendable, Equatable {
+    /// The last check, whatever its outcome (nil: never checked: due at once).
+    public var lastCheck: Instant?
+    /// The last check that applied a copy or got a 304.
+    public var lastSuccess: Instant?
+    /// Failed checks in a row.
+    public var failures = 0
+    /// Since when the source is stale (its last check failed, or its feed cannot run).
+    public var staleSince: Instant?
+    /// Why.
+    public var error: String?
+    /// When a failed check is retried (the backoff, or its origin's hold's end).
+    public var retryAt: Instant?
+}

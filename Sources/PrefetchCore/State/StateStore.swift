@@ -163,6 +163,21 @@ public final class StateStore {
         """
         ALTER TABLE resources ADD COLUMN copy_encoding TEXT;
         """,
+        // 4 → 5: feed sources (SPEC §8), one row per source label: its last check, the last
+        // check that applied a copy or got a 304, failed checks in a row (the backoff), since
+        // when it is stale and why, and the retry time a failure set (its origin's hold may
+        // push it later). The copy in force itself lives in CACHE/.prefetch/sources/.
+        """
+        CREATE TABLE sources (
+            source TEXT PRIMARY KEY,
+            last_check INTEGER,
+            last_success INTEGER,
+            failures INTEGER NOT NULL DEFAULT 0,
+            stale_since INTEGER,
+            error TEXT,
+            retry_at INTEGER
+        ) WITHOUT ROWID;
+        """,
     ]
 
     /// The URL a resource has now, for re-keying version 1's hashes (nil: no longer listed).
@@ -408,9 +423,25 @@ public final class StateStore {
                       response == nil ? .null : .instant(time), response == nil ? .null : .optional(length),
                       placed ? .text(encoding.rawValue) : .null])
         }
-        guard clearPartial else { return try upsert() }
-        try db.transaction { () throws(SQLiteError) in
+        /// A 304 of a copy state.db knows (a revalidation's common case): one UPDATE of what a
+        /// 304 changes, as the upsert's DO UPDATE would (the copy's length, sha256, encoding,
+        /// placement and last response kept), instead of its twenty values and CASEs. False
+        /// when there is no row to update.
+        func confirm() throws(SQLiteError) -> Bool {
+            try db.run("""
+                UPDATE resources SET url_hash = ?, etag = ?, last_modified = ?, validated_at = ?, last_success = ?, last_error = NULL,
+                    last_error_at = NULL, failures = 0, failure_release = NULL, permanent = 0, next_retry = NULL, failure_entry = NULL
+                WHERE feed = ? AND path = ?
+                """, [.text(urlHash), .optional(validators.etag), .optional(validators.lastModified), .instant(time), .instant(time),
+                      .text(key.feed), .text(key.path)]) == 1
+        }
+        func confirmOrUpsert() throws(SQLiteError) {
+            if !placed, response == nil, try confirm() { return }
             try upsert()
+        }
+        guard clearPartial else { return try confirmOrUpsert() }
+        try db.transaction { () throws(SQLiteError) in
+            try confirmOrUpsert()
             try db.run("DELETE FROM partials WHERE feed = ? AND path = ?", [.text(key.feed), .text(key.path)])
         }
     }
@@ -639,5 +670,58 @@ public final class StateStore {
             VALUES (?, ?, ?, ?, ?, ?, ?)
             """, [.instant(startedAt), .instant(finishedAt), .optional(bodyBytes), .real(transferSeconds),
                   .int(Int64(placed)), .int(Int64(fresh)), .int(Int64(failed))])
+    }
+
+    // MARK: Feed sources (SPEC §8)
+
+    /// Every source's record by label.
+    public func sourceStates() throws(SQLiteError) -> [String: SourceState] {
+        var states: [String: SourceState] = [:]
+        let rows = try db.prepare("SELECT source, last_check, last_success, failures, stale_since, error, retry_at FROM sources")
+        while try rows.step() {
+            states[rows.text(0) ?? ""] = SourceState(lastCheck: rows.instant(1), lastSuccess: rows.instant(2), failures: Int(rows.int(3) ?? 0),
+                                                     staleSince: rows.instant(4), error: rows.text(5), retryAt: rows.instant(6))
+        }
+        return states
+    }
+
+    /// A check that applied a copy or found it current (a 304): the source is ok.
+    public func recordSourceSuccess(_ source: String, at time: Instant) throws(SQLiteError) {
+        try db.run("""
+            INSERT INTO sources (source, last_check, last_success, failures, stale_since, error, retry_at) VALUES (?, ?, ?, 0, NULL, NULL, NULL)
+            ON CONFLICT (source) DO UPDATE SET last_check = excluded.last_check, last_success = excluded.last_success,
+                failures = 0, stale_since = NULL, error = NULL, retry_at = NULL
+            """, [.text(source), .instant(time), .instant(time)])
+    }
+
+    /// A check that failed (`checked`), or a copy in force that cannot be run (`name taken`,
+    /// no check made): stale since the first such failure, with the latest reason. A failed
+    /// check counts one more failure, retried at `retryAt`.
+    public func recordSourceFailure(_ source: String, error: String, at time: Instant, checked: Bool, retryAt: Instant?) throws(SQLiteError) {
+        if checked {
+            try db.run("""
+                INSERT INTO sources (source, last_check, failures, stale_since, error, retry_at) VALUES (?, ?, 1, ?, ?, ?)
+                ON CONFLICT (source) DO UPDATE SET last_check = excluded.last_check, failures = sources.failures + 1,
+                    stale_since = COALESCE(sources.stale_since, excluded.stale_since), error = excluded.error, retry_at = excluded.retry_at
+                """, [.text(source), .instant(time), .instant(time), .text(error), retryAt.map(SQLiteValue.instant) ?? .null])
+        } else {
+            try db.run("""
+                INSERT INTO sources (source, stale_since, error) VALUES (?, ?, ?)
+                ON CONFLICT (source) DO UPDATE SET stale_since = COALESCE(sources.stale_since, excluded.stale_since), error = excluded.error
+                """, [.text(source), .instant(time), .text(error)])
+        }
+    }
+
+    /// A source's copy in force runs again (a clash of names is over): no longer stale,
+    /// unless its last check failed.
+    public func clearSourceStale(_ source: String) throws(SQLiteError) {
+        try db.run("UPDATE sources SET stale_since = NULL, error = NULL WHERE source = ? AND failures = 0", [.text(source)])
+    }
+
+    /// Forgets the sources the config no longer lists.
+    public func forgetSources(except listed: Set<String>) throws(SQLiteError) {
+        for source in try sourceStates().keys where !listed.contains(source) {
+            try db.run("DELETE FROM sources WHERE source = ?", [.text(source)])
+        }
     }
 }

@@ -125,6 +125,16 @@ public enum FileSystem {
         return .success(.tooLarge(size: filled, exact: false))
     }
 
+    /// The mode (type and permission bits) of `path` as this process opens it for reading:
+    /// a file it cannot read is the open's errno, as the reader of the file would meet it
+    /// (not `access`'s guess). Opening does not wait for a FIFO's writer; nothing is read.
+    public static func modeOfReadable(_ path: String) -> Result<mode_t, Errno> {
+        openForReading(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK).map { fd, info in
+            close(fd)
+            return info.st_mode
+        }
+    }
+
     /// Writes all of `text` to `fd`, retrying short writes and EINTR; errors are dropped
     /// (there is nowhere left to report a failing stdout or stderr).
     public static func writeAll(_ fd: Int32, _ text: String) {

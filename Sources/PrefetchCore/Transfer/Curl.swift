@@ -30,6 +30,9 @@ struct CurlRequestOptions {
     /// CURLOPT_ACCEPT_ENCODING: the codings to offer and decode (`encoding: decode`); nil
     /// offers none and leaves bodies as sent (the request's own `Accept-Encoding: identity`).
     var acceptEncoding: String? = nil
+    /// The TLS client certificate to present when an origin asks (CURLOPT_SSLCERT,
+    /// CURLOPT_SSLKEY): the config's, or a feed source's own; nil presents none.
+    var clientCertificate: ClientCertificate? = nil
 }
 
 /// libcurl's data callback type (CURLOPT_WRITEFUNCTION, CURLOPT_HEADERFUNCTION).
@@ -51,6 +54,9 @@ final class CurlEasy {
     /// once the handle has its buffer (CURLE_BAD_FUNCTION_ARGUMENT), so a handle keeps its
     /// size: the engine reuses it only for transfers that want the same.
     private(set) var bufferSize: Int?
+    /// The client certificate set on this handle (nil: none), set again only when a request
+    /// wants another.
+    private var clientCertificate: ClientCertificate?
     private var headerList: UnsafeMutablePointer<curl_slist>?
     /// libcurl's own account of a failure (CURLOPT_ERRORBUFFER), which says more than the
     /// code's words: which name a certificate lacks, which CA is unknown, which host refused.
@@ -117,6 +123,14 @@ final class CurlEasy {
         if bufferSize != request.bufferSize {
             try set(CURLOPT_BUFFERSIZE, request.bufferSize, "buffer size")
             bufferSize = request.bufferSize
+        }
+        if clientCertificate != request.clientCertificate {
+            // libcurl reads the files when it makes a connection, and reuses a connection only
+            // for a request with the same TLS options, the client certificate among them
+            // (CVE-2022-27782, fixed in 7.83.1): a source's own certificate is not mixed up.
+            try check(CShims_easy_setopt_string(handle, CURLOPT_SSLCERT, request.clientCertificate?.certificateFile), "client_cert")
+            try check(CShims_easy_setopt_string(handle, CURLOPT_SSLKEY, request.clientCertificate?.keyFile), "client_key")
+            clientCertificate = request.clientCertificate
         }
         try check(CShims_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, receiver), "write data")
         try check(CShims_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, receiver), "header data")

@@ -13,10 +13,8 @@ final class EngineShard: @unchecked Sendable {
     private let bootID: String
     /// The run's body buffers.
     private let pool: BufferPool
-    /// Backoff jitter's draws.
-    /// (A generator with state, seeded from the system's: ThreadSanitizer's instrumentation
-    /// of an `inout` access crashes on the empty `SystemRandomNumberGenerator`.)
-    private var random = SplitMix64(seed: UInt64.random(in: 0...UInt64.max))
+    /// What each failure becomes: a retry, a hold, a pause, a final failure.
+    private var failures: FailureReporter
     private let multi: CurlMulti
     private let limits: ShardLimits
     private var active: [CurlEasy.ID: Transfer] = [:]
@@ -49,6 +47,7 @@ final class EngineShard: @unchecked Sendable {
         handles = HandlePool(capacity: limits.concurrency)
         syncs = PendingSyncs(inline: cache.syncIsFree, waker: multi.waker, faults: faults)
         ledger = ShardLedger(board: board)
+        failures = FailureReporter(board: board)
     }
 
     /// Complete files may wait for fsync only up to this many; then new transfers wait (each holds a descriptor).
@@ -272,39 +271,45 @@ final class EngineShard: @unchecked Sendable {
     private func handleCompleted(_ completed: [(CurlEasy.ID, Int32)]) {
         for (id, code) in completed {
             guard let transfer = active[id] else { continue }
-            let removed = multi.remove(transfer.easy)
-            let outcome = transfer.finish(curlCode: code, maxRedirects: transfer.job.feed.limits.maxRedirects ?? config.maxRedirects)
-            if case .redirect(let request) = outcome {
-                do {
-                    try transfer.send(request, config: config, environment: environment)
-                    try multi.add(transfer.easy)
-                } catch let error as TransferFailure {
-                    deactivate(transfer)
-                    fail(transfer, error)
-                } catch {
-                    deactivate(transfer)
-                    fail(transfer, .libcurl(error))
-                }
-                continue
+            exchangeEnded(transfer, curlCode: code)
+        }
+    }
+
+    /// A running transfer's exchange ended with libcurl's `curlCode` (or the engine ended it:
+    /// it is taken off the multi handle here): what it means is carried out.
+    private func exchangeEnded(_ transfer: Transfer, curlCode code: Int32) {
+        let removed = multi.remove(transfer.easy)
+        let outcome = transfer.finish(curlCode: code, maxRedirects: transfer.job.feed.limits.maxRedirects ?? config.maxRedirects)
+        if case .redirect(let request) = outcome {
+            do {
+                try transfer.send(request, config: config, environment: environment)
+                try multi.add(transfer.easy)
+            } catch let error as TransferFailure {
+                deactivate(transfer)
+                fail(transfer, error)
+            } catch {
+                deactivate(transfer)
+                fail(transfer, .libcurl(error))
             }
-            deactivate(transfer)
-            release(transfer, reusable: code == CurlGlobal.ok && removed)
-            defer { originAnswered(transfer, outcome) }
-            switch outcome {
-            case .redirect:
-                continue
-            case .complete(let bytes, let validators, let sha256):
-                complete(transfer, bytes: bytes, validators: validators, sha256: sha256)
-            case .notModified(let validators):
-                ledger.validated(transfer, validators: validators, length: nil, sha256: nil, placedIn: nil, response: nil, at: clock())
-                if transfer.file != nil || transfer.job.partial != nil { cache.removePartial(transfer.partialName) }
-                attempt(transfer, outcome: "not modified", error: nil)
-                summary.count(.fresh, feed: transfer.job.feed.name)
-                summary.changedFeeds.insert(transfer.job.feed.name)
-                board.emit(.fresh(transfer.job.key))
-            case .failed(let failure):
-                fail(transfer, failure)
-            }
+            return
+        }
+        deactivate(transfer)
+        release(transfer, reusable: code == CurlGlobal.ok && removed)
+        defer { originAnswered(transfer, outcome) }
+        switch outcome {
+        case .redirect:
+            return
+        case .complete(let bytes, let validators, let sha256):
+            complete(transfer, bytes: bytes, validators: validators, sha256: sha256)
+        case .notModified(let validators):
+            ledger.validated(transfer, validators: validators, length: nil, sha256: nil, placedIn: nil, response: nil, at: clock())
+            if transfer.file != nil || transfer.job.partial != nil { cache.removePartial(transfer.partialName) }
+            attempt(transfer, outcome: "not modified", error: nil)
+            summary.count(.fresh, feed: transfer.job.feed.name)
+            summary.changedFeeds.insert(transfer.job.feed.name)
+            board.emit(.fresh(transfer.job.key))
+        case .failed(let failure):
+            fail(transfer, failure)
         }
     }
 
@@ -396,95 +401,37 @@ final class EngineShard: @unchecked Sendable {
         ledger.response(transfer.job, response, length: transfer.expectedTotal, at: clock())
     }
 
-    /// What a failure means (`TransferStateMachine.afterFailure`, SPEC §5): the run pauses
-    /// (a full disk), the job is retried within the run, or the failure is recorded and shown.
-    /// `discarded`: the partial's bytes thrown away because it cannot resume, and why.
+    /// What a failure means (`FailureReporter`): the run pauses, the job is retried within
+    /// the run, or the failure is recorded and shown. `discarded`: the partial's bytes
+    /// thrown away because it cannot resume, and why.
     private func retryOrReport(_ job: TransferJob, _ failure: TransferFailure, transfer: Transfer?,
                                discarded: (bytes: UInt64, why: String)? = nil) {
-        let now = clock()
-        var failure = failure
-        let refusedResume = transfer?.refusedResume ?? job.refusedResume
-        // The run's line says what became of a partial that cannot resume, and of a resume
-        // the server refused (the recorded error stays the failure's own).
-        var shown = failure.message
-        if let discarded { shown += " (\(ByteSize.format(discarded.bytes)) discarded: cannot resume: \(discarded.why))" }
-        if refusedResume > 0 { shown += "; " + ResumeRule.refusal(from: refusedResume) }
-        let origin = failure.holdsOrigin.map { _ in job.resource.url.origin }
-        var heldUntil: Instant?
-        var hold: OriginHold?
-        if let origin, let cause = failure.holdsOrigin {
-            // The whole origin is held (SPEC §6); this resource's retry is the probe, at the hold's end.
-            let (held, wait, forTheRun) = board.holdOrigin(origin, cause: cause, retryAfter: failure.retryAfter, policy: job.feed.retry,
-                                                           startedAt: transfer.map { Instant($0.startedAt) } ?? now, now: now,
-                                                           failed: job.key, using: &random)
-            ledger.originHeld(held)
-            failure.retryAfter = wait
-            if forTheRun { heldUntil = held.until }
-            hold = held
-        }
-        let durable = discarded != nil ? nil
-            : transfer.flatMap { $0.syncedOffset > 0 ? $0.partialRecord(syncedOffset: $0.syncedOffset, at: now) : nil }
-        var action = TransferStateMachine.afterFailure(failure, failures: job.failures, policy: job.feed.retry, durable: durable,
-                                                       now: now, using: &random)
-        // Held for the rest of the run: no probe follows in it; the resource waits for the hold's end.
-        if let heldUntil, case .retry = action { action = .report(nextRetry: heldUntil) }
-        let nextRetry: Instant?
-        switch action {
-        case .pauseEverything:
-            summary.diskFull = true
-            board.diskFull = true
-            summary.count(.paused, feed: job.feed.name)
-            let fate: PartialFate = discarded.map { .discarded($0.bytes, because: $0.why) }
-                ?? (transfer.map { $0.syncedOffset > 0 ? .kept($0.syncedOffset) : .none } ?? job.partial.map { .kept($0.syncedOffset) } ?? .none)
-            board.emit(.paused(job.key, reason: "disk full", partial: fate, refusedResume: refusedResume))
-            return
-        case .retry(let at, _, _, _): nextRetry = at
-        case .report(let at): nextRetry = at
-        }
-        // A permanent error is recorded as such; exhausted attempts are failures without a next retry.
-        ledger.failure(job, failure, nextRetry: nextRetry, at: now)
-        if case .retry(let at, let wait, let keep, let discard) = action {
-            var again = job
-            again.failures = job.failures + 1
-            again.notBefore = at
-            again.refusedResume = refusedResume
-            if let keep {
-                again.partial = keep
-            } else if discard || discarded != nil {
-                again.partial = nil
-            }
-            board.retry(again)
-            // A held origin's request: its retry is the hold's probe (SPEC §7), so it says held.
-            if let hold {
-                board.emit(.heldWithOrigin(job.key, message: shown, origin: hold.origin, until: hold.until, after: wait))
-            } else {
-                board.emit(.retrying(job.key, message: shown, after: wait))
-            }
-            return
-        }
-        if let origin { board.holdForTheRun(origin) }  // no further probe in this run
-        summary.count(.failed, feed: job.feed.name)
-        summary.failures.append((job.key, failure.message))
-        summary.changedFeeds.insert(job.feed.name)
-        board.emit(.failed(job.key, message: shown, retryAt: nextRetry, origin: origin))
+        failures.report(job, failure, transfer: transfer, discarded: discarded, now: clock(), ledger: &ledger, summary: &summary)
     }
 
     /// The head and stall clocks of the running transfers (SPEC §7), looked at every 50 ms:
     /// a head not whole within `response_timeout` of the send fails its transfer (and holds
-    /// its origin); a body under 1 KiB/s for `stall_timeout` fails it (resumable).
+    /// its origin); a body under 1 KiB/s for `stall_timeout` fails it (resumable); an error
+    /// page read so slowly ends its exchange, which its status judges.
     private func checkClocks() {
         let nanoseconds = Clock.monotonicNanoseconds()
         guard nanoseconds >= lastClockCheck + 50_000_000 else { return }
         lastClockCheck = nanoseconds
         let now = Double(nanoseconds) / 1e9
-        var ended: [(Transfer, TransferFailure)] = []
+        var ended: [(Transfer, Transfer.ClockEnd)] = []
         for transfer in active.values {
-            if let failure = transfer.checkClocks(now: now) { ended.append((transfer, failure)) }
+            if let end = transfer.checkClocks(now: now) { ended.append((transfer, end)) }
         }
-        for (transfer, failure) in ended {
-            takeOut(transfer, reusable: false)
-            fail(transfer, failure)
-            originAnswered(transfer, .failed(failure))
+        for (transfer, end) in ended {
+            switch end {
+            case .failed(let failure):
+                takeOut(transfer, reusable: false)
+                fail(transfer, failure)
+                originAnswered(transfer, .failed(failure))
+            case .dropStalled:
+                // Its head said what it is (a 404, a redirect): the unwritten body is not waited for.
+                exchangeEnded(transfer, curlCode: CurlGlobal.writeError)
+            }
         }
     }
 

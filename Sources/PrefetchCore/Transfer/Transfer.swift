@@ -201,7 +201,8 @@ final class Transfer {
         connectTimeout = job.feed.limits.connectTimeout ?? config.connectTimeout
         let options = CurlRequestOptions(url: request.url, headers: lines, connectTimeout: Int(connectTimeout.seconds),
                                          bufferSize: Self.bufferSize(job, limiter: limiter),
-                                         acceptEncoding: decode ? ContentCodings.acceptEncoding : nil)
+                                         acceptEncoding: decode ? ContentCodings.acceptEncoding : nil,
+                                         clientCertificate: config.clientCertificate)
         responseTimeout = job.feed.limits.responseTimeout ?? config.responseTimeout
         stallTimeout = job.feed.limits.stallTimeout ?? config.stallTimeout
         timer = ResponseTimer(responseTimeout: Double(responseTimeout.seconds), stallTimeout: Double(stallTimeout.seconds))
@@ -248,6 +249,7 @@ final class Transfer {
         if machine.awaitsBody { beginBody() }
         switch machine.bodyChunk(bytes.count) {
         case .refuse: return 0
+        case .drop: return bytes.count  // an error page read to its end, unwritten: the connection stays
         case .holdForRecord: return CurlEasy.pauseWriting  // libcurl keeps these bytes and hands them over again
         case .write: break
         }
@@ -314,15 +316,25 @@ final class Transfer {
 
     // MARK: The clocks
 
-    /// The head and stall clocks at `now` (monotonic seconds): the failure that ends the
-    /// exchange, when one does. Looks at libcurl's progress only until the request is out.
-    func checkClocks(now: Double) -> TransferFailure? {
-        guard machine.phase == .connecting || machine.phase == .receiving else { return nil }
+    /// What the clocks end.
+    enum ClockEnd {
+        /// The exchange fails so.
+        case failed(TransferFailure)
+        /// A body that is not written (an error page being read to its end) stalled: the
+        /// exchange ends there, judged by the head that came (its status).
+        case dropStalled
+    }
+
+    /// The head and stall clocks at `now` (monotonic seconds): what ends the exchange, when
+    /// something does. Looks at libcurl's progress only until the request is out.
+    func checkClocks(now: Double) -> ClockEnd? {
+        let phase = machine.phase
+        guard phase == .connecting || phase == .receiving || phase == .discarding else { return nil }
         let sent = timer.awaitsSend && easy.requestSent
-        switch timer.check(now: now, sent: sent, headComplete: machine.headComplete, bytes: received, held: machine.hold != nil) {
+        switch timer.check(now: now, sent: sent, headComplete: machine.headComplete, bytes: received + machine.dropped, held: machine.hold != nil) {
         case .goOn: return nil
-        case .headTimedOut: return .headTimeout(responseTimeout)
-        case .stalled: return .stalled(stallTimeout, status: machine.head.status)
+        case .headTimedOut: return .failed(.headTimeout(responseTimeout))
+        case .stalled: return phase == .discarding ? .dropStalled : .failed(.stalled(stallTimeout, status: machine.head.status))
         }
     }
 

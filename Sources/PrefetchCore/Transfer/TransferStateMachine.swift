@@ -75,6 +75,10 @@ struct TransferStateMachine {
     /// What to do with a chunk of the body.
     enum ChunkAction: Sendable, Equatable {
         case write
+        /// Take it and throw it away: a small body that is not written (an error page, a
+        /// redirect's page, up to `drainLimit` bytes) is read to its end, so the connection
+        /// carries the next request (HTTP/1.1 keep-alive) instead of being closed under it.
+        case drop
         /// Stop libcurl until the record is committed (`recordCommitted`).
         case holdForRecord
         /// Take nothing (libcurl ends the exchange with a write error; the end judges it).
@@ -166,6 +170,12 @@ struct TransferStateMachine {
     private(set) var recordRequested = false
     /// Why libcurl is stopped, if it is.
     private(set) var hold: Hold?
+    /// Bytes of a body that is not written (`drop`) taken so far.
+    private(set) var dropped: UInt64 = 0
+    /// The most of a body that is not written read to its end (`drop`); past it the exchange
+    /// stops, and its connection with it. Error pages are a few hundred bytes (nginx's are
+    /// under 600); 64 KiB costs less than a new connection even on a slow link.
+    static let drainLimit: UInt64 = 64 * 1024
 
     init(url: ResourceURL, size: UInt64?, maxSize: UInt64?, globalCap: UInt64, sha256: String?, encoding: EncodingMode = .refuse,
          offered: [String] = [], cachedValidators: Validators?, partial: PartialState?) {
@@ -336,6 +346,7 @@ struct TransferStateMachine {
         switch decision {
         case .noBody:
             state = .discarding
+            dropped = 0
             return .discard
         case .refuse(let failure):
             state = .failed(failure)
@@ -378,7 +389,12 @@ struct TransferStateMachine {
     /// caller's to check after `.write` (`held`), so a chunk handed over again after a
     /// pause is counted once.
     mutating func bodyChunk(_ count: Int) -> ChunkAction {
-        guard state == .receiving else { return .refuse }  // error pages never land (FAULTS 14)
+        guard state == .receiving else {
+            // Error pages never land (FAULTS 14); a short one is read to its end, unwritten.
+            guard state == .discarding, dropped + UInt64(count) <= Self.drainLimit else { return .refuse }
+            dropped += UInt64(count)
+            return .drop
+        }
         let after = offset + UInt64(count)
         if !recordCommitted, after > (requestedFrom > 0 ? requestedFrom : PartialTrust.recordBefore), bodyIsRecorded {
             hold = .record

@@ -176,12 +176,12 @@ extension Harness where Origin == TestOrigin {
 
 extension Harness where Origin == NginxOrigin {
     /// A fresh folder whose `www/` holds `files`, served by a real nginx.
-    convenience init(files: [String: [UInt8]], tls: (certificate: String, key: String)? = nil) throws {
+    convenience init(files: [String: [UInt8]], tls: (certificate: String, key: String)? = nil, clientCA: String? = nil) throws {
         let dir = try TemporaryFolder()
         chmod(dir.url.path, 0o755)  // nginx workers run as another user
         for (name, bytes) in files { try dir.write("www/" + name, Data(bytes)) }
         try FileManager.default.createDirectory(at: dir.url.appendingPathComponent("www"), withIntermediateDirectories: true)
-        self.init(dir: dir, origin: try NginxOrigin(root: dir.url.appendingPathComponent("www"), tls: tls))
+        self.init(dir: dir, origin: try NginxOrigin(root: dir.url.appendingPathComponent("www"), tls: tls, clientCA: clientCA))
     }
 
     /// The folder nginx serves.

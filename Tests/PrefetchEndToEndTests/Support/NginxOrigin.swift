@@ -13,13 +13,15 @@ final class NginxOrigin {
     private static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../../scripts/demo-origin").standardized
 
-    /// With `tls` (PEM certificate and key paths), HTTPS only, offering HTTP/2 by ALPN.
-    init(root: URL, tls: (certificate: String, key: String)? = nil) throws {
+    /// With `tls` (PEM certificate and key paths), HTTPS only, offering HTTP/2 by ALPN; with
+    /// `clientCA` too, every request must present a client certificate that CA signed.
+    init(root: URL, tls: (certificate: String, key: String)? = nil, clientCA: String? = nil) throws {
         self.root = root
         scheme = tls == nil ? "http" : "https"
         run = root.deletingLastPathComponent().appendingPathComponent("nginx-run-" + UUID().uuidString.prefix(8))
         port = try LoopbackPort.free()
-        try Self.shell([Self.script.path, "config", root.path, "\(port)", run.path] + (tls.map { [$0.certificate, $0.key] } ?? []))
+        try Self.shell([Self.script.path, "config", root.path, "\(port)", run.path] + (tls.map { [$0.certificate, $0.key] } ?? [])
+                       + (clientCA.map { [$0] } ?? []))
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
         process.arguments = ["-c", run.appendingPathComponent("nginx.conf").path, "-e", run.appendingPathComponent("error.log").path]
         process.standardInput = FileHandle.nullDevice
