@@ -56,7 +56,8 @@ import TestSupport
         Case(words: ["prefetch", "plan", "--assume", ""], expected: []),
         Case(words: ["prefetch", "validate", "n"], expected: ["notes.txt"]),
         Case(words: ["prefetch", "validate", "--f"], expected: ["--feeds"]),
-        Case(words: ["prefetch", "plan", "--json", "--d"], expected: ["--dry-run"]),
+        Case(words: ["prefetch", "plan", "--json", "--dr"], expected: ["--dry-run"]),
+        Case(words: ["prefetch", "plan", "--d"], expected: ["--days", "--dry-run"]),
         // --feed NAME: the feeds folder's names (name: key, else the stem; hidden files skipped).
         Case(words: ["prefetch", "run", "--feeds", "feeds", "--feed", ""], expected: ["lobby-screens", "news-nightly"]),
         Case(words: ["prefetch", "verify", "--feeds", "feeds", "--feed", "n"], expected: ["news-nightly"]),

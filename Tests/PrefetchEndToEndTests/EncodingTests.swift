@@ -51,8 +51,7 @@ import TestSupport
 
     /// docs/manifests.md's `.tar.gz` example is a valid manifest, with the effect it says.
     @Test func theManualsExampleIsValid() throws {
-        let manual = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../docs/manifests.md").standardized
-        let yaml = try ReadmeExampleTests.block(after: "### `keep`", in: try String(contentsOf: manual, encoding: .utf8))
+        let yaml = try #require(try MarkdownDocument("docs/manifests.md").block(after: "### `keep`")).text
         let (feed, diagnostics) = FeedDecoder(config: Config()).decode(Array(yaml.utf8), file: "releases.yaml")
         #expect(diagnostics.isEmpty, "\(diagnostics.map(\.headline))")
         #expect(try #require(feed).resources.map(\.encoding) == [.keep, .refuse])

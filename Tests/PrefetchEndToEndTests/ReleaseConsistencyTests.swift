@@ -281,15 +281,14 @@ import PrefetchCore
         #expect(!Self.generations(s).contains { $0.contains(".") }, "no generation left half-built: \(Self.generations(s))")
     }
 
-    /// The README's Python reader, run as written against a release feed: it reads the live
+    /// The Python reader of docs/cache.md, run as written against a release feed: it reads the live
     /// generation's index, and every file through the folder it opened.
-    @Test func theReadmesPythonReaderReadsOneGeneration() throws {
+    @Test func theManualsPythonReaderReadsOneGeneration() throws {
         let s = try FaultHarness()
         Self.serve(s, ["a.bin", "b.bin", "c.bin"], version: 1)
         try s.feed(Self.feed)
         #expect(try s.runJSON().status == 0)
-        let readme = try String(contentsOf: ReadmeExampleTests.readme, encoding: .utf8)
-        let reader = try ReadmeExampleTests.block(after: "A reader in ten lines of Python", in: readme)
+        let reader = try #require(try MarkdownDocument("docs/cache.md").block(after: "A reader in ten lines of Python")).text
         #expect(reader.split(separator: "\n").count <= 11, "ten lines, and the call")
         let script = reader.replacingOccurrences(of: "\"/var/cache/prefetch\", \"lobby-loop\"", with: "\"\(s.cache.path)\", \"t\"")
             + "import hashlib\nfor path, name in sorted(ready.items()): print(path, hashlib.sha256(open(name, 'rb').read()).hexdigest())\n"

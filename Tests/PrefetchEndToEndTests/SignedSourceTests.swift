@@ -25,7 +25,10 @@ import PrefetchCore
             #expect(try FaultTests.tool(SignedSourceTests.minisign, ["-G", "-W", "-p", pub, "-s", secret], in: folder) == 0)
             let lines = try String(contentsOfFile: pub, encoding: .utf8).split(separator: "\n")
             publicKey = String(lines[1])
-            keyID = String(lines[0].split(separator: " ").last ?? "")
+            // minisign 0.11 prints the id without its leading zeros (one key in 16 has one):
+            // prefetch always shows 16 digits.
+            let printed = String(lines[0].split(separator: " ").last ?? "")
+            keyID = String(repeating: "0", count: max(0, 16 - printed.count)) + printed
         }
     }
 

@@ -4,8 +4,8 @@ import Testing
 import TestSupport
 import PrefetchCore
 
-/// A site cache in front of a fleet (README, "Running a fleet"): a real Squid with the
-/// settings README recommends, the fault-injecting origin behind it (it counts every request
+/// A site cache in front of a fleet (docs/fleet.md, "A site cache (Squid)"): a real Squid with the
+/// settings the manual recommends, the fault-injecting origin behind it (it counts every request
 /// and the bytes it sent), and kiosks — the real binary, each with its own cache folder,
 /// state and machine id — fetching one nightly feed through it, configured by the config
 /// file's `proxy` key. Squid must be installed (`scripts/test` installs it): without it
@@ -25,7 +25,7 @@ import PrefetchCore
 
     static let files = [
         File(path: "/loop/intro.bin", body: FaultTests.bytes(300_000, seed: 1300), etag: "\"intro-1\"", cacheControl: "max-age=86400"),
-        // Over squid's default maximum_object_size (4 MB): cached only with README's setting.
+        // Over squid's default maximum_object_size (4 MB): cached only with the manual's setting.
         File(path: "/loop/film.bin", body: FaultTests.bytes(5 << 20, seed: 1301), etag: "\"film-1\"", cacheControl: "max-age=86400"),
         // Kept by squid, but asked about at every request: squid revalidates with the origin.
         File(path: "/menu.bin", body: FaultTests.bytes(200_000, seed: 1302), etag: "\"menu-1\"", cacheControl: "no-cache"),

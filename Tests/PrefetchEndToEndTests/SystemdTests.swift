@@ -277,7 +277,7 @@ import PrefetchCore
     }
 
     /// `systemd-analyze security` scores each service's exposure, 0 (locked down) to 10: both
-    /// are at most 1.1 (6.3 before the sandbox was tightened; README says why the rest stays).
+    /// are at most 1.1 (6.3 before the sandbox was tightened; docs/installing.md, "The sandbox", says why the rest stays).
     @Test(.enabled(if: SystemdTests.analyze != nil, "systemd-analyze is not installed"),
           arguments: ["prefetch-run.service", "prefetch-daemon.service"])
     func theServicesScoreLowOnSystemdAnalyzeSecurity(name: String) throws {

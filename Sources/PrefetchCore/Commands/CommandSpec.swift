@@ -6,11 +6,17 @@ public struct OptionSpec: Sendable {
     public let value: String?
     /// Its help: one line, or a few separated by `\n` (each renderer indents or joins them).
     public let help: String
+    /// The option it is shown with in usage: `--timeline` is an alternative to `--json`
+    /// (`[--json | --timeline]`); `--days` is nested under `--timeline` (`[--timeline [--days N]]`).
+    public let alternativeTo: String?
+    public let within: String?
 
-    public init(_ name: String, value: String? = nil, _ help: String) {
+    public init(_ name: String, value: String? = nil, _ help: String, alternativeTo: String? = nil, within: String? = nil) {
         self.name = name
         self.value = value
         self.help = help
+        self.alternativeTo = alternativeTo
+        self.within = within
     }
 
     /// The name with its placeholder, as help lists it: `--feeds DIR`.
@@ -49,8 +55,12 @@ public struct CommandSpec: Sendable {
     public var usage: String {
         var parts = ["prefetch", name]
         if let arguments { parts.append(arguments.usage) }
-        for option in options {
-            parts.append("[" + option.synopsis + "]")
+        func shown(_ option: OptionSpec) -> String {
+            option.synopsis + options.filter { $0.within == option.name }.map { " [" + shown($0) + "]" }.joined()
+        }
+        for option in options where option.within == nil && option.alternativeTo == nil {
+            let alternatives = options.filter { $0.alternativeTo == option.name }.map { " | " + shown($0) }.joined()
+            parts.append("[" + shown(option) + alternatives + "]")
         }
         return parts.joined(separator: " ")
     }
@@ -98,7 +108,10 @@ public enum Commands {
         CommandSpec(name: "plan", abstract: "Show what would run, when, and why not now.", arguments: nil,
                     options: [OptionSpec("--dry-run", "Accepted for clarity; plan never transfers."), feeds, cache,
                               OptionSpec("--at", value: "TIME", "Evaluate at TIME: RFC 3339, or HH:MM today in the system's zone."),
-                              assume, json, config],
+                              assume, json,
+                              OptionSpec("--timeline", "Draw the plan as a picture: windows, releases, this machine's start,\nthe expected finish and what holds each feed back.", alternativeTo: "--json"),
+                              OptionSpec("--days", value: "N", "Days the timeline shows, from local midnight of TIME's day: 1 to 14 (default 2).", within: "--timeline"),
+                              config],
                     discussion: "Reads feeds and recorded state; never transfers and never writes the cache.\nStates: due, waiting, deferred, fresh, backoff, failed, expired. Exit 0 unless the feeds or options are wrong (2).\n"
                         + "A cached copy that no longer matches its entry (sha256, size, encoding, or url other than its query) is due\n"
                         + "at once: reason 'changed'. Times are compared to the nanosecond: refresh: 0s revalidates at every release,\n"

@@ -16,6 +16,8 @@ public enum HelpText {
         out += "\nOPTIONS:\n"
         out += table(Commands.programOptions.map { ($0.synopsis, $0.help) } + [("-h, --help", "Show help.")])
         out += "\nSee 'prefetch help <command>' for a command's options.\n"
+        out += "The manual: " + manualFolder + ".\n"
+        out += "commands.md has every command, manifests.md every manifest key, configuration.md every config key.\n"
         return out
     }
 
@@ -38,8 +40,12 @@ public enum HelpText {
         if !spec.environment.isEmpty {
             out += "\nENVIRONMENT:\n" + table(spec.environment.map { ($0.name, $0.help) }, width: environmentWidth)
         }
+        out += "\nMANUAL: commands.md, \"\(spec.name)\", in " + manualFolder + ".\n"
         return out
     }
+
+    /// Where the manual (`docs/`) is: in the source tree, and where the Debian package puts it.
+    static let manualFolder = "docs/ of the source, or /usr/share/doc/prefetch/docs/ when installed"
 
     /// The name column of ENVIRONMENT: the longest single variable (`PREFETCH_TRANSFER_THREADS`);
     /// a longer entry (the proxy variables) runs over it.

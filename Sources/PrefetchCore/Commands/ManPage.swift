@@ -91,8 +91,13 @@ public enum ManPage {
             .BR systemd.service (5),
             .BR systemctl (1),
             .BR crontab (5);
-            the README, in the package as
-            .IR /usr/share/doc/prefetch/README.md.gz .
+            the manual, in the package as
+            .I /usr/share/doc/prefetch/docs/
+            (\\fBcommands.md.gz\\fR: every command, its output and exit statuses;
+            \\fBmanifests.md.gz\\fR: every manifest key;
+            \\fBconfiguration.md.gz\\fR: every config key),
+            and in the source as
+            .IR docs/ .
 
             """
         return out
@@ -114,8 +119,19 @@ public enum ManPage {
     private static func synopsis(_ spec: CommandSpec) -> String {
         var out = ".SY prefetch\n.B \(spec.name)\n"
         if let arguments = spec.arguments { out += notASentenceEnd(text(arguments.usage)) + "\n" }
-        for option in spec.options {
-            out += ".OP " + escape(option.name) + (option.value.map { " " + quoted($0) } ?? "") + "\n"
+        // As `CommandSpec.usage` groups them: alternatives (`[--json | --timeline …]`) and
+        // options nested under another (`[--timeline [--days N]]`) on one text line.
+        func shown(_ option: OptionSpec) -> String {
+            "\\fB" + escape(option.name) + "\\fR" + (option.value.map { " \\fI" + escape($0) + "\\fR" } ?? "")
+                + spec.options.filter { $0.within == option.name }.map { " [" + shown($0) + "]" }.joined()
+        }
+        for option in spec.options where option.within == nil && option.alternativeTo == nil {
+            let alternatives = spec.options.filter { $0.alternativeTo == option.name }
+            if alternatives.isEmpty && !spec.options.contains(where: { $0.within == option.name }) {
+                out += ".OP " + escape(option.name) + (option.value.map { " " + quoted($0) } ?? "") + "\n"
+            } else {
+                out += "[" + shown(option) + alternatives.map { " | " + shown($0) }.joined() + "]\n"
+            }
         }
         return out + ".YS\n"
     }

@@ -4,6 +4,18 @@ import Foundation
 /// cache folder or state.db.
 enum PlanCommand {
     static func run(_ context: CommandContext) -> ExitCode {
+        let flags = context.arguments.flags
+        if flags.contains("--timeline") && flags.contains("--json") {
+            return fail("--timeline and --json cannot be used together", context)
+        }
+        var days = 2
+        if let text = context.arguments["--days"] {
+            guard flags.contains("--timeline") else { return fail("--days is for --timeline", context) }
+            guard text.allSatisfy(\.isASCII), let n = Int(text), text.first != "+", (1...14).contains(n) else {
+                return fail("--days must be a whole number from 1 to 14, not '\(text)'", context)
+            }
+            days = n
+        }
         let settings: Settings
         switch Settings.load(context, command: "plan") {
         case .success(let loaded): settings = loaded
@@ -19,11 +31,20 @@ enum PlanCommand {
                               now: settings.now(), machineID: settings.machineID,
                               partialFiles: CacheListing.partialFiles(state, in: cache), bootID: settings.bootID)
         let plan = Planner.plan(input)
+        if flags.contains("--timeline") {
+            let byName = Dictionary(feeds.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+            let timings = plan.feeds.compactMap { byName[$0.name].map { FeedTiming($0, machineID: settings.machineID?.usableValue) } }
+            let system = ZoneCatalog.system
+            let timeline = Timeline.build(plan, timings: timings, days: days, clock: ZoneClock(system.zone), zoneName: system.name)
+            let renderer = TimelineRenderer(width: context.console.outColumns ?? 100, color: context.console.colorOut)
+            context.console.out(renderer.text(timeline))
+            return .success
+        }
         let renderer = PlanRenderer(color: context.console.colorOut)
         // Feed sources first (SPEC §8): the plan is made from their copies in force.
         let records = (try? context.openStateReadOnly(cache: config.cache, feeds: feeds)?.sourceStates()) ?? [:]
         let zone = ZoneClock(TimeZone.current)
-        let json = context.arguments.flags.contains("--json")
+        let json = flags.contains("--json")
         var sourceLines = ""
         for view in set.sources {
             let status = SourceStatus(view, record: records[view.source.label], now: input.now)
@@ -36,5 +57,9 @@ enum PlanCommand {
             renderer.text(plan, to: context.console.out)
         }
         return .success
+    }
+
+    private static func fail(_ message: String, _ context: CommandContext) -> ExitCode {
+        ExitCode(rawValue: Prefetch.fail(UsageError(message, command: "plan"), console: context.console)) ?? .usage
     }
 }

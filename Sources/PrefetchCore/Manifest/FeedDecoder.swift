@@ -2,7 +2,7 @@ import Foundation
 
 /// Turns a feed manifest's YAML into a checked `Feed`, reporting every problem it finds.
 public struct FeedDecoder {
-    /// Top-level keys of a feed manifest, in the order the README documents them.
+    /// Top-level keys of a feed manifest, in the order docs/manifests.md documents them.
     public static let feedKeys = ["name", "schedule", "timezone", "window", "days", "jitter", "conditions",
                                   "refresh", "retry", "limits", "prune", "consistency", "encoding", "resources"]
     static let conditionKeys = ["network", "power", "min_battery", "min_free_space", "metered_budget"]

@@ -8,6 +8,8 @@ public struct Console: Sendable {
     public var colorErrors: Bool
     /// The same for stdout.
     public var colorOut: Bool
+    /// stdout's terminal width, when stdout is a terminal that reports one.
+    public var outColumns: Int?
     /// stdout without priority prefixes, when `out` adds them (stdout is the journal's
     /// stream): what `--json` writes through (`forJSON`).
     private var unprefixedOut: (@Sendable (String) -> Void)?
@@ -27,6 +29,7 @@ public struct Console: Sendable {
         let write: @Sendable (String) -> Void = { FileSystem.writeAll(1, $0) }
         var console = Console(out: write, err: { FileSystem.writeAll(2, $0) },
                               colorErrors: allowed && isatty(2) == 1, colorOut: allowed && isatty(1) == 1)
+        console.outColumns = TerminalSize.columns(of: 1)
         if JournalStream.connects(1, environment: environment) {
             let lines = JournalLines(stream: .out)
             console.out = { FileSystem.writeAll(1, lines.prefixed($0)) }

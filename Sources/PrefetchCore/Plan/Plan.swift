@@ -13,7 +13,7 @@ public struct PlanItem: Sendable, Equatable {
     public var path: String
     /// The URL with query values elided.
     public var url: String
-    /// A short fixed phrase (see the README's list).
+    /// A short fixed phrase (docs/commands.md, "plan", lists them).
     public var reason: String
     /// The last error, for failed and backoff.
     public var error: String?

@@ -8,7 +8,7 @@ import Foundation
 /// the datagram as the stable interface and sd_notify(3) ("Standalone Implementations")
 /// recommends exactly this to programs that need nothing else from libsystemd; Debian 12's
 /// libsystemd0 would load liblzma, libzstd, liblz4, libgcrypt, libgpg-error and libcap into
-/// every prefetch process, `plan` and `validate` included (README, "Running it under systemd").
+/// every prefetch process, `plan` and `validate` included (docs/installing.md, "The daemon and systemd").
 public final class NotifySocket: @unchecked Sendable {
     /// Where `NOTIFY_SOCKET` points.
     public enum Address: Sendable, Equatable {

@@ -4,28 +4,27 @@ import Glibc
 /// A real Squid (Debian's `squid`) on 127.0.0.1: the site cache a fleet of kiosks shares.
 /// It has its own squid.conf, disk cache, logs and pid file in a temporary folder, and runs
 /// in the foreground (`squid -N`) as this process's child: never the packaged service. Its
-/// configuration is the site settings README's "Running a fleet" recommends
+/// configuration is the site settings docs/fleet.md ("A site cache (Squid)") recommends
 /// (`SquidProxy.siteSettings`) plus what a private instance needs.
 final class SquidProxy {
-    /// README's site settings ("A site cache (Squid)"), read from README.md so the two never
+    /// The manual's site settings (docs/fleet.md, "A site cache (Squid)"), read from it so the two never
     /// differ: its squid.conf lines, comments dropped, but for what belongs to a test — the
     /// `http_access` line for the site's kiosks (here they are all on localhost) and the
     /// cache_dir's place, size and folder levels (4 × 4 folders are made in milliseconds,
     /// 16 × 256 take half a second).
     static func siteSettings() throws -> [String] {
-        let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../README.md").standardized
-        let lines = try String(contentsOf: readme, encoding: .utf8).components(separatedBy: "\n")
+        let lines = try MarkdownDocument("docs/fleet.md").lines
         guard let marker = lines.firstIndex(where: { $0.contains("and give Debian's `squid` these lines") }),
               let open = lines[marker...].firstIndex(where: { $0.hasPrefix("```") }),
               let close = lines[(open + 1)...].firstIndex(where: { $0.hasPrefix("```") }) else {
-            throw SquidError(message: "README.md has no squid.conf block after \"and give Debian's `squid` these lines\"")
+            throw SquidError(message: "docs/fleet.md has no squid.conf block after \"and give Debian's `squid` these lines\"")
         }
         let settings = lines[(open + 1)..<close]
             .map { $0.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0].trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty && !$0.hasPrefix("http_access") }
             .map { $0.hasPrefix("cache_dir ") ? "cache_dir ufs CACHE_DIR 512 4 4" : $0 }
         guard settings.contains(where: { $0.hasPrefix("cache_dir ") }), settings.count >= 5 else {
-            throw SquidError(message: "README.md's squid.conf block lost its settings: \(settings)")
+            throw SquidError(message: "docs/fleet.md's squid.conf block lost its settings: \(settings)")
         }
         return settings
     }
@@ -39,7 +38,7 @@ final class SquidProxy {
     private let process = Process()
     private var started = false
 
-    /// `settings` replace README's (`siteSettings`); `hosts` are lines of squid's own hosts
+    /// `settings` replace the manual's (`siteSettings`); `hosts` are lines of squid's own hosts
     /// file (`127.0.0.1 origin.fleet.test`), for names only squid can resolve; `tls` (PEM
     /// certificate and key) makes it an HTTPS proxy.
     init(settings: [String]? = nil, hosts: [String] = [], tls: (certificate: String, key: String)? = nil) throws {
