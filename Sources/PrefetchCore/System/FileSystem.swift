@@ -52,6 +52,11 @@ public enum FileSystem {
     /// `path` opened for reading when it is a regular file; nil for anything else, or when
     /// it cannot be opened. Opening does not wait for a FIFO's writer.
     public static func openRegularFile(_ path: String) -> FileDescriptor? {
+        // Not even opened unless it is a regular file: opening a FIFO and closing it again
+        // would end its writer's stream (EPIPE), and the caller then reads it through its
+        // other path (HostileManifestTests.theConfigsLimitHoldsForFilesOfEveryKind).
+        var first = stat()
+        guard stat(path, &first) == 0, (first.st_mode & S_IFMT) == S_IFREG else { return nil }
         guard case .success(let (fd, info)) = openForReading(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) else { return nil }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
             close(fd)
