@@ -422,13 +422,9 @@ enum ResponseRules {
     static func retryAfter(_ value: String?, now: Date) -> Int64? {
         guard let value = value?.trimmingSpaces(), !value.isEmpty else { return nil }
         if let seconds = digits(value) { return Int64(clamping: seconds) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
-            formatter.dateFormat = format
-            if let date = formatter.date(from: value) { return max(0, Int64(date.timeIntervalSince(now).rounded(.up))) }
-        }
+        // The three HTTP-date forms, parsed by hand (`HTTPDate`): Foundation's DateFormatter
+        // stopped the process on a value such as "Fr" + U+0301 (fuzz-response).
+        if let seconds = HTTPDate.parse(value) { return max(0, seconds - Int64(now.timeIntervalSince1970.rounded(.down))) }
         return nil
     }
 }
