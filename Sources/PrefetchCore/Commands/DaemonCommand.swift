@@ -48,6 +48,9 @@ enum DaemonCommand {
         defer { monitor.stop() }
         /// What the last pass left waiting on a condition, and which changes unblock it.
         var wake: ConditionWake?
+        /// Left by the last pass when it changed nothing and nothing was due or waiting: while it
+        /// holds, a pass only probes (`RestingPass`). SIGUSR1, SIGHUP and feed sources plan in full.
+        var rest: RestCheck?
         console.out("prefetch daemon: \(feeds.count) feed\(feeds.count == 1 ? "" : "s") from \(config.feeds), cache \(config.cache)\n")
 
         var machine = DaemonStateMachine()
@@ -57,6 +60,7 @@ enum DaemonCommand {
         func deliverSignals() -> DaemonStateMachine.Action? {
             var latest: DaemonStateMachine.Action?
             for number in signals.drain() {
+                if number == SIGUSR1 || number == SIGHUP { rest = nil }  // "plan and run now": in full
                 let next = machine.handle(.signal(DaemonStateMachine.Signal(number), at: settings.now()))
                 if next != .none { latest = next }
             }
@@ -73,10 +77,20 @@ enum DaemonCommand {
                 feeds = sources.feeds.all
                 let problems = sources.problems
                 for problem in problems { console.err("prefetch daemon: \(problem)\n") }  // said each pass, as the status
-                var pass = RunPass(feeds: feeds, allFeeds: feeds, settings: settings, cache: session.cache, state: session.state,
-                                   console: console, wantsNextWakeup: true, monitor: monitor)
-                pass.sources = sources.statuses
-                let outcome = pass.execute(reporter: reporter, stopRequested: stopRequested)
+                let outcome: RunPass.Outcome
+                if let resting = rest, config.feedSources.isEmpty,
+                   resting.holds(now: settings.now(), realNow: Clock.realNow(), state: session.state, cache: session.cache) {
+                    outcome = RestingPass.run(resting, feeds: feeds, settings: settings, cache: session.cache, state: session.state,
+                                              console: console, monitor: monitor, sources: sources.statuses)
+                } else {
+                    var pass = RunPass(feeds: feeds, allFeeds: feeds, settings: settings, cache: session.cache, state: session.state,
+                                       console: console, wantsNextWakeup: true, monitor: monitor)
+                    pass.sources = sources.statuses
+                    outcome = pass.execute(reporter: reporter, stopRequested: stopRequested)
+                    // At rest the snapshot is not read again until something changes: not kept meanwhile.
+                    if outcome.rest != nil { session.state.forgetSnapshot() }
+                }
+                rest = config.feedSources.isEmpty ? outcome.rest : nil
                 wake = outcome.wake
                 // The daemon wakes for the next source that comes due, too.
                 let checker = SourceCheck(config: config, environment: settings.environment, console: console, machineID: settings.machineID?.usableValue)
@@ -92,6 +106,7 @@ enum DaemonCommand {
                 notifier.tell(.reloading)
                 // SIGHUP also checks every feed source at the next pass, due or not (SPEC §8).
                 checkAllSources = true
+                rest = nil
                 if let reloaded = context.loadLocalFeeds(config) {
                     local = reloaded
                     feeds = FeedSet.assemble(local: local, config: config).all

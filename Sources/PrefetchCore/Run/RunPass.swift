@@ -36,6 +36,9 @@ struct RunPass {
         var metricsError: String? = nil
         /// What changes of the readings unblock work left waiting (with `wantsNextWakeup`).
         var wake: ConditionWake? = nil
+        /// With `wantsNextWakeup`, when the pass changed nothing and its plan is at rest: what
+        /// lets the next passes skip planning while nothing changes (`RestCheck`).
+        var rest: RestCheck? = nil
     }
 
     /// The shifted system clock (`PREFETCH_CLOCK_OFFSET`).
@@ -76,8 +79,11 @@ struct RunPass {
                                   partialFiles: CacheListing.partialFiles(snapshot, in: cache), bootID: settings.bootID)
             return (Planner.plan(input), snapshot, cached)
         }
+        // The daemon's stamps, before anything is read: what changes after them is seen (`RestCheck`).
+        let stamps = wantsNextWakeup ? (try? state.changeStamp()).map { ($0, CacheStamp.take(cache)) } : nil
         ReleaseSwitch.lay(feeds, cache: cache, console: console)  // a feed that changed `consistency` first
         guard let (plan, snapshot, cached) = makePlan(sweep: true) else { return Outcome(exit: .failure, nextWakeup: nil) }
+        let planned = try? state.changeStamp()
         /// The pass's own state writes: one that fails is said (once a run, as the engine's
         /// are) and the pass goes on; the files are the truth.
         func recordState<T>(_ body: () throws -> T) -> T? {
@@ -153,7 +159,9 @@ struct RunPass {
             for feedPlan in plan.feeds where feedStates[feedPlan.name]?.lastReleaseFinished == nil && feedStates[feedPlan.name]?.lastRelease != nil {
                 recordState { try state.recordReleaseFinished(feed: feedPlan.name, at: clock()) }
             }
-        } else if let (after, snapshotAfter, cachedAfter) = makePlan() {
+        } else if let (after, snapshotAfter, cachedAfter) = jobs.isEmpty && planned != nil && (try? state.changeStamp()) == planned
+                    ? (plan, snapshot, cached) : makePlan() {
+            // Nothing was transferred or written since the plan: it is the plan after the pass too.
             planAfter = (after, snapshotAfter, cachedAfter)
             // Starvation (SPEC §6): why a pending release moves nothing, seen while its window is open.
             for (feed, feedPlan) in zip(feeds, after.feeds) {
@@ -172,6 +180,7 @@ struct RunPass {
                 keepPolling = wake?.needsPolling ?? false
             }
         }
+        var removed = false
         if !stopRequested() {
             let removals = GarbageCollector.collect(feeds: feeds, cache: cache, now: clock(), partialsOf: allFeeds)
             let kept = GarbageCollector.apply(removals)
@@ -183,7 +192,7 @@ struct RunPass {
             IndexWriter.withdraw(removals, feeds: feeds, cache: cache, now: clock(), console: console)
             // Every feed that lost a file, listed or not (a prune's removal names no resource).
             changed.formUnion(removals.compactMap(\.feed))
-            if !removals.isEmpty { planAfter = nil }  // files went: plan again
+            if !removals.isEmpty { planAfter = nil; removed = true }  // files went: plan again
             let gone = FeedRemoval.apply(listed: allFeeds, cache: cache, state: state, now: clock(), grace: settings.config.removedFeedGrace,
                                          dryRun: false)
             for line in gone.lines { console.err("prefetch: \(line)\n") }
@@ -229,7 +238,12 @@ struct RunPass {
             ? .failure : .success
         let notDue = plan.feeds.reduce(0) { $0 + $1.items.filter { $0.status != .due && $0.status != .fresh }.count }
         reporter.summary(summary, seconds: seconds, exit: exit, notDue: notDue)
-        return Outcome(exit: exit, nextWakeup: nextWakeup, metricsError: metricsError, wake: wake)
+        var rest: RestCheck?
+        if let (stateBefore, cacheBefore) = stamps, exit == .success, jobs.isEmpty, !removed, switching.isEmpty, !stopRequested(),
+           let (after, _, _) = planAfter, (try? state.changeStamp()) == stateBefore {
+            rest = RestCheck.after(after, feeds: feeds, state: stateBefore, cache: cacheBefore, nextWakeup: nextWakeup, wake: wake)
+        }
+        return Outcome(exit: exit, nextWakeup: nextWakeup, metricsError: metricsError, wake: wake, rest: rest)
     }
 
 

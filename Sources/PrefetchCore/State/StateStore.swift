@@ -263,6 +263,20 @@ public final class StateStore {
 
     private var lastSnapshot: (stamp: (Int64, Int64), snapshot: StateSnapshot)?
 
+    /// Changes with every row this connection writes and every commit of another one.
+    public struct ChangeStamp: Equatable, Sendable {
+        let ours: Int64
+        let others: Int64
+    }
+
+    public func changeStamp() throws(SQLiteError) -> ChangeStamp {
+        let stamp = try db.changeStamp
+        return ChangeStamp(ours: stamp.0, others: stamp.1)
+    }
+
+    /// Drops the snapshot kept for the next `snapshot()` (the daemon at rest reads none).
+    public func forgetSnapshot() { lastSnapshot = nil }
+
     /// Each feed's releases and last outcome (the `feeds` part of a snapshot, read alone).
     public func feedStates() throws(SQLiteError) -> [String: FeedState] {
         var states: [String: FeedState] = [:]

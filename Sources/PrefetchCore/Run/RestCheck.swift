@@ -1,0 +1,65 @@
+/// What a daemon pass that changed nothing leaves for the next ones (issue 20, target 6):
+/// the state.db and cache stamps taken before it read anything, the moment its plan was
+/// made and the first moment that plan changes on its own. While `holds`, a pass would
+/// read the same state and the same listing at a moment the plan does not change, so it
+/// would plan the same rows, transfer nothing, collect nothing and leave every index alone
+/// (SPEC §6: "a pass that changed nothing leaves it alone"): the daemon's pass then only
+/// probes (SPEC §7), lets `FeedRemoval` look at its grace times and writes the metrics file
+/// (`RestingPass`) — no state read, no listing, no plan of 100,000 rows once a minute.
+///
+/// A plan is at rest only when none of its rows is `due` or `waiting` and every `deferred`
+/// one says when it ends: then the conditions cannot change a row (they only decide between
+/// `waiting` and `due`), and everything else that moves a row — a release, a window, a
+/// backoff's end, an embargo, a copy turning stale — is a time `nextWakeup` already holds.
+/// An `expires` and a partial's 7 days (`gc`'s clean-up) are times too: `until` holds the
+/// earliest. Anything written to state.db (by this process or another) changes its stamp,
+/// and a file deleted, planted or renamed in the cache changes a folder's (`CacheStamp`).
+struct RestCheck {
+    let state: StateStore.ChangeStamp
+    let cache: CacheStamp
+    /// The plan's moment; a clock set back before it plans again.
+    let plannedAt: Instant
+    /// The first moment a pass could differ (the plan's next wake-up, an `expires`).
+    let until: Instant?
+    /// What the pass said: told again by each pass that rests on it.
+    let nextWakeup: Instant?
+    let wake: ConditionWake?
+
+    /// The check a pass leaves: nil unless its plan is at rest. `state` and `cache`: the
+    /// stamps taken before the pass read anything (a pass that wrote leaves a stamp that
+    /// no longer holds, so the next pass plans again, and rests only if that one changed nothing).
+    static func after(_ plan: Plan, feeds: [Feed], state: StateStore.ChangeStamp, cache: CacheStamp, nextWakeup: Instant?,
+                      wake: ConditionWake?) -> RestCheck? {
+        for feedPlan in plan.feeds {
+            for item in feedPlan.items {
+                switch item.status {
+                case .due, .waiting: return nil
+                case .deferred where item.next == nil: return nil
+                default: continue
+                }
+            }
+        }
+        var until = nextWakeup
+        for feed in feeds {
+            for resource in feed.resources {
+                if let expires = resource.expires, expires > plan.now, until.map({ expires < $0 }) ?? true { until = expires }
+            }
+        }
+        return RestCheck(state: state, cache: cache, plannedAt: plan.now, until: until, nextWakeup: nextWakeup, wake: wake)
+    }
+
+    /// Whether a pass at `now` (the shifted clock; `realNow` the one mtimes go by) would
+    /// plan the same: the time first (no I/O), then state.db's stamp, then every folder's.
+    func holds(now: Instant, realNow: Instant, state: StateStore, cache: CacheFolder) -> Bool {
+        guard timeHolds(now: now, realNow: realNow) else { return false }
+        guard let current = try? state.changeStamp(), current == self.state else { return false }
+        return self.cache.holds(in: cache)
+    }
+
+    /// The times alone: from the plan's moment to `until`, and before a partial turns old.
+    func timeHolds(now: Instant, realNow: Instant) -> Bool {
+        guard now >= plannedAt, until.map({ now < $0 }) ?? true else { return false }
+        if let aging = cache.partialsAgeAt, realNow >= aging { return false }
+        return true
+    }
+}
