@@ -11,7 +11,7 @@ import TestSupport
 /// be "racy" (a change in the same timestamp tick as the stamp would go unseen).
 @Suite struct CacheStampTests {
     /// Every change to the tree that a listing or `gc` would see, and whether it must break the stamp.
-    static let changes: [(name: String, breaks: Bool, change: (String) throws -> Void)] = [
+    static let changes: [(name: String, breaks: Bool, change: @Sendable (String) throws -> Void)] = [
         ("nothing", false, { _ in }),
         ("state.db's journal and a new state file in .prefetch", false, { root in
             try Data("j".utf8).write(to: URL(fileURLWithPath: root + "/.prefetch/state.db-journal"))

@@ -12,6 +12,9 @@ enum RemovedFeeds {
         var back: [String] = []
         /// Gone for the whole grace: folder and state go.
         var remove: [String] = []
+        /// When a feed noticed before and still gone has been gone for the whole grace (the
+        /// daemon at rest plans again then: `RestCheck`).
+        var next: Instant?
     }
 
     static func decide(recorded: [String: Instant?], listed: Set<String>, now: Instant, grace: TimeSpan) -> Decision {
@@ -21,7 +24,7 @@ enum RemovedFeeds {
             if listed.contains(feed) {
                 if since != nil { decision.back.append(feed) }
             } else if let since {
-                if now >= since + grace { decision.remove.append(feed) }
+                if now >= since + grace { decision.remove.append(feed) } else { decision.next = min(decision.next ?? since + grace, since + grace) }
             } else {
                 decision.notice.append(feed)
             }

@@ -4,15 +4,14 @@
 /// read the same state and the same listing at a moment the plan does not change, so it
 /// would plan the same rows, transfer nothing, collect nothing and leave every index alone
 /// (SPEC §6: "a pass that changed nothing leaves it alone"): the daemon's pass then only
-/// probes (SPEC §7), lets `FeedRemoval` look at its grace times and writes the metrics file
-/// (`RestingPass`) — no state read, no listing, no plan of 100,000 rows once a minute.
+/// probes (SPEC §7) and writes the metrics file (`RestingPass`) — no state read, no listing, no plan of 100,000 rows once a minute.
 ///
 /// A plan is at rest only when none of its rows is `due` or `waiting` and every `deferred`
 /// one says when it ends: then the conditions cannot change a row (they only decide between
 /// `waiting` and `due`), and everything else that moves a row — a release, a window, a
 /// backoff's end, an embargo, a copy turning stale — is a time `nextWakeup` already holds.
-/// An `expires` and a partial's 7 days (`gc`'s clean-up) are times too: `until` holds the
-/// earliest. Anything written to state.db (by this process or another) changes its stamp,
+/// An `expires`, a partial's 7 days (`gc`'s clean-up) and a removed feed's grace are times
+/// too: `until` holds the earliest. Anything written to state.db (by this process or another) changes its stamp,
 /// and a file deleted, planted or renamed in the cache changes a folder's (`CacheStamp`).
 struct RestCheck {
     let state: StateStore.ChangeStamp
@@ -28,8 +27,9 @@ struct RestCheck {
     /// The check a pass leaves: nil unless its plan is at rest. `state` and `cache`: the
     /// stamps taken before the pass read anything (a pass that wrote leaves a stamp that
     /// no longer holds, so the next pass plans again, and rests only if that one changed nothing).
+    /// `feedRemoval`: when a removed feed's grace ends (`RemovedFeeds`), another time.
     static func after(_ plan: Plan, feeds: [Feed], state: StateStore.ChangeStamp, cache: CacheStamp, nextWakeup: Instant?,
-                      wake: ConditionWake?) -> RestCheck? {
+                      wake: ConditionWake?, feedRemoval: Instant? = nil) -> RestCheck? {
         for feedPlan in plan.feeds {
             for item in feedPlan.items {
                 switch item.status {
@@ -39,7 +39,7 @@ struct RestCheck {
                 }
             }
         }
-        var until = nextWakeup
+        var until = [nextWakeup, feedRemoval].compactMap { $0 }.min()
         for feed in feeds {
             for resource in feed.resources {
                 if let expires = resource.expires, expires > plan.now, until.map({ expires < $0 }) ?? true { until = expires }

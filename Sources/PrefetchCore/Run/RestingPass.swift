@@ -2,20 +2,16 @@ import Foundation
 
 /// A daemon pass while its `RestCheck` holds (nothing written to state.db, no folder of the
 /// cache changed, the clock before the plan's next change): a full pass would plan the same
-/// rows, transfer and collect nothing and leave every index alone, so this one does only what
-/// every pass owes besides. The probes are read afresh (SPEC §7: conditions re-checked at
-/// least once a minute); removed feeds' grace times are looked at (`FeedRemoval`: a time,
-/// not a change); the metrics file, when there is one, is replaced (SPEC §6: every pass).
+/// rows, transfer and collect nothing, remove no feed (a removed feed's grace end is one of
+/// the check's times) and leave every index alone, so this one does only what every pass owes
+/// besides: the probes are read afresh (SPEC §7: conditions re-checked at least once a
+/// minute) and the metrics file, when there is one, is replaced (SPEC §6: every pass).
 enum RestingPass {
     static func run(_ rest: RestCheck, feeds: [Feed], settings: Settings, cache: CacheFolder, state: StateStore, console: Console,
                     monitor: ConditionMonitor, sources: [SourceStatus]) -> RunPass.Outcome {
         let started = Date()
         monitor.beginPass()
         defer { monitor.endPass(keepPolling: false) }
-        let gone = FeedRemoval.apply(listed: feeds, cache: cache, state: state, now: settings.now(), grace: settings.config.removedFeedGrace,
-                                     dryRun: false)
-        for line in gone.lines { console.err("prefetch: \(line)\n") }
-        for error in gone.errors { console.err("prefetch: error: \(error)\n") }
         var metricsError: String?
         if let metricsFile = settings.metricsFile {
             metricsError = MetricsWriter.write(to: metricsFile, feeds: feeds, cache: cache, state: state, settings: settings, now: settings.now(),

@@ -181,6 +181,7 @@ struct RunPass {
             }
         }
         var removed = false
+        var nextFeedRemoval: Instant?
         if !stopRequested() {
             let removals = GarbageCollector.collect(feeds: feeds, cache: cache, now: clock(), partialsOf: allFeeds)
             let kept = GarbageCollector.apply(removals)
@@ -197,6 +198,7 @@ struct RunPass {
                                          dryRun: false)
             for line in gone.lines { console.err("prefetch: \(line)\n") }
             for error in gone.errors { console.err("prefetch: error: \(error)\n") }
+            nextFeedRemoval = gone.next
         }
         // The reader index of every feed whose files or state changed (and of one that has none
         // yet); a finished release's is written in its generation, which then goes live.
@@ -241,7 +243,8 @@ struct RunPass {
         var rest: RestCheck?
         if let (stateBefore, cacheBefore) = stamps, exit == .success, jobs.isEmpty, !removed, switching.isEmpty, !stopRequested(),
            let (after, _, _) = planAfter, (try? state.changeStamp()) == stateBefore {
-            rest = RestCheck.after(after, feeds: feeds, state: stateBefore, cache: cacheBefore, nextWakeup: nextWakeup, wake: wake)
+            rest = RestCheck.after(after, feeds: feeds, state: stateBefore, cache: cacheBefore, nextWakeup: nextWakeup, wake: wake,
+                                   feedRemoval: nextFeedRemoval)
         }
         return Outcome(exit: exit, nextWakeup: nextWakeup, metricsError: metricsError, wake: wake, rest: rest)
     }
