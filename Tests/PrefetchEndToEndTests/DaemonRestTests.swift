@@ -16,7 +16,7 @@ import PrefetchCore
         let setup = try NginxHarness(files: ["a.bin": a, "sub/b.bin": b])
         try setup.feed("refresh: 1h\nprune: true\nresources:\n  - url: ORIGIN/a.bin\n  - url: ORIGIN/sub/b.bin\n    path: sub/b.bin\n")
         let filled = try setup.run()
-        #expect(filled.status == 0 && setup.cached("t/sub/b.bin") == b, "\(filled.diagnostics)")
+        #expect(filled.status == 0 && setup.cached("t/sub/b.bin").map { $0 == b } == true, "\(filled.diagnostics)")
         // Recorded as verified, so the daemon's first idle time verifies nothing (that is a
         // state write, after which the pass plans in full again): the first pass is at rest.
         try StateStore.openForWriting(setup.cache.path + "/.prefetch/state.db").recordVerification(at: Instant(Date()))
@@ -42,9 +42,9 @@ import PrefetchCore
             Thread.sleep(forTimeInterval: 0.5)
         }
         let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-        #expect(setup.cached("t/sub/b.bin") == b, "the file deleted by hand was not fetched again: \(text)")
+        #expect(setup.cached("t/sub/b.bin").map { $0 == b } == true, "the file deleted by hand was not fetched again: \(text)")
         #expect(!setup.exists("t/sub/planted.txt") && !setup.exists("t/extra"), "the planted files were not pruned: \(text)")
-        #expect(setup.cached("t/a.bin") == a)
+        #expect(setup.cached("t/a.bin").map { $0 == a } == true)
         let index = try String(contentsOf: indexPath, encoding: .utf8)
         #expect(try Data(contentsOf: indexPath) != indexBefore && index.contains("\"sub/b.bin\""), "the index was not rewritten: \(index)")
         process.terminate()
