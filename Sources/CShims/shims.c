@@ -70,6 +70,10 @@ int CShims_malloc_thresholds(int mmap_threshold, int trim_threshold) {
     return mallopt(M_MMAP_THRESHOLD, mmap_threshold) && mallopt(M_TRIM_THRESHOLD, trim_threshold);
 }
 
+int CShims_malloc_trim(void) {
+    return malloc_trim(0);
+}
+
 int CShims_exchange(int from_folder, const char *from, int to_folder, const char *to) {
     return renameat2(from_folder, from, to_folder, to, RENAME_EXCHANGE);
 }

@@ -39,6 +39,8 @@ int CShims_start_writeback(int fd, long long offset, long long length);
 /* glibc's mallopt(M_MMAP_THRESHOLD) and mallopt(M_TRIM_THRESHOLD): <malloc.h> is not in
  * Swift's Glibc module. 1 on success. */
 int CShims_malloc_thresholds(int mmap_threshold, int trim_threshold);
+/// malloc_trim(0): every free page of the heap back to the system (the daemon come to rest).
+int CShims_malloc_trim(void);
 
 /* renameat2(RENAME_EXCHANGE): swaps two names atomically (Linux 3.15+). 0 or -1 (errno).
  * <stdio.h> declares renameat2 only with _GNU_SOURCE, which Swift's Glibc module lacks. */

@@ -80,11 +80,11 @@ struct CacheStamp: Equatable {
     private mutating func walk(_ folder: FileDescriptor, path: String, realNow: Instant, top: Bool) {
         guard case .success(let info) = folder.status() else { racy = true; return }
         add(Folder(path: path, info), realNow: realNow)
-        for entry in FileSystem.entries(in: folder) where entry.kind == .directory {
-            let child = path == "." ? entry.name : path + "/" + entry.name
-            guard case .success(let sub) = FileDescriptor.open(entry.name, relativeTo: folder,
+        for name in FileSystem.folders(in: folder) {
+            let child = path == "." ? name : path + "/" + name
+            guard case .success(let sub) = FileDescriptor.open(name, relativeTo: folder,
                                                                flags: O_RDONLY | O_DIRECTORY | O_NOFOLLOW) else { racy = true; continue }
-            if top, entry.name == CacheLayout.meta {
+            if top, name == CacheLayout.meta {
                 if case .success(let partials) = FileSystem.status(of: CacheLayout.partials, in: sub) {
                     add(Folder(path: child + "/" + CacheLayout.partials, partials), realNow: realNow)
                 }

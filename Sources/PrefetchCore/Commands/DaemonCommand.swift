@@ -88,7 +88,10 @@ enum DaemonCommand {
                     pass.sources = sources.statuses
                     outcome = pass.execute(reporter: reporter, stopRequested: stopRequested)
                     // At rest the snapshot is not read again until something changes: not kept meanwhile.
-                    if outcome.rest != nil { session.state.forgetSnapshot() }
+                    if outcome.rest != nil {
+                        session.state.forgetSnapshot()
+                        MemoryTuning.releaseFreePages()
+                    }
                 }
                 rest = config.feedSources.isEmpty ? outcome.rest : nil
                 wake = outcome.wake

@@ -40,6 +40,7 @@ struct SourceCheck {
 
     /// The earliest moment a source comes due (the daemon wakes for it).
     func nextDue(_ sources: [FeedSource], state: StateStore, now: Instant) -> Instant? {
+        guard !sources.isEmpty else { return nil }  // no state read for nothing (the daemon at rest keeps no snapshot)
         let states = (try? state.sourceStates()) ?? [:]
         let holds = (try? state.snapshot().originHolds) ?? [:]
         return sources.map { due($0, states[$0.label], holds: holds, now: now) }.min()

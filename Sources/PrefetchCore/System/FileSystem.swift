@@ -222,7 +222,32 @@ public enum FileSystem {
             }
             out.append((name, type == UInt8(DT_DIR) ? .directory : type == UInt8(DT_REG) ? .regular : .other))
         }
-        out.sort { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }
+        out.sort { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }  // bytewise, nothing copied per comparison
+        return out
+    }
+
+    /// The names of the folders directly in an opened folder (never a symlink), unsorted; a
+    /// name is made only for a folder (`CacheStamp` walks trees of many files this way).
+    public static func folders(in folder: FileDescriptor) -> [String] {
+        var out: [String] = []
+        let copy = dup(folder.raw)
+        guard copy >= 0 else { return out }
+        guard let dir = fdopendir(copy) else { close(copy); return out }
+        defer { closedir(dir) }
+        rewinddir(dir)  // the duplicate shares the folder's offset: start from the beginning
+        while let entry = readdir(dir) {
+            let type = entry.pointee.d_type
+            guard type == UInt8(DT_DIR) || type == UInt8(DT_UNKNOWN) else { continue }
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
+            }
+            guard name != ".", name != ".." else { continue }
+            if type == UInt8(DT_UNKNOWN) {
+                var info = stat()
+                guard fstatat(folder.raw, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFDIR else { continue }
+            }
+            out.append(name)
+        }
         return out
     }
 

@@ -19,4 +19,10 @@ public enum MemoryTuning {
     public static func apply() {
         _ = CShims_malloc_thresholds(mmapThreshold, trimThreshold)
     }
+
+    /// Gives the heap's free pages back (`malloc_trim`): the daemon, come to rest after a
+    /// pass, keeps nothing of that pass's snapshot, listing and plan resident while it waits.
+    static func releaseFreePages() {
+        _ = CShims_malloc_trim()
+    }
 }
