@@ -72,6 +72,7 @@ public struct PlanRenderer {
                 row.add("feed", item.feed)
                 row.add("path", item.path)
                 row.add("url", item.url)
+                row.add("served_by", item.servedBy)
                 row.add("state", item.status.rawValue)
                 row.add("reason", item.reason)
                 row.add("next", item.next.map(time))

@@ -49,6 +49,7 @@ enum ReaderIndex {
             files.field("size", number: record?.length ?? size(resource))
             files.field("sha256", string: record?.sha256)
             files.field("url", string: resource.url.redacted)
+            files.field("served_by", string: record?.servedBy?.shown ?? resource.url.redacted)
             files.field("fetched", raw: time(record?.placedAt))
             files.field("validated", raw: time(validated))
             files.field("current", bool: current)

@@ -17,6 +17,9 @@ public struct PlanItem: Sendable, Equatable {
     public var reason: String
     /// The last error, for failed and backoff.
     public var error: String?
+    /// The URL that served the cached copy, query values elided (SPEC §8; the entry's `url`
+    /// unless a mirror served it); nil when nothing is cached.
+    public var servedBy: String?
     private var numbers = Numbers()
     public var status: ResourceStatus
     public var priority: Priority

@@ -109,12 +109,15 @@ struct RunPass {
             let current = recorded.map { sameURL && !Planner.copyIsOfAnotherEntry(resource, $0, sameURL: sameURL) } ?? false
             let failuresCount = recorded?.failureRelease == release
                 && (recorded?.failureEntry.map { $0 == resource.fingerprint(identity: urlHash) } ?? sameURL)
-            jobs.append(TransferJob(
+            let revalidates = cached.contains(key) && current
+            var job = TransferJob(
                 feed: feed, resource: resource, key: key, urlHash: urlHash, release: release,
-                cachedValidators: cached.contains(key) && current ? recorded?.validators : nil,
+                cachedValidators: revalidates ? recorded?.validators : nil,
                 cachedLength: recorded?.length,
                 partial: recorded?.partial,
-                failures: failuresCount ? recorded?.failures ?? 0 : 0))
+                failures: failuresCount ? recorded?.failures ?? 0 : 0)
+            if resource.mirrors != nil || recorded?.servedBy != nil { job.listURLs(recorded: recorded, revalidates: revalidates) }
+            jobs.append(job)
         }
 
         var meteredUsedToday: [String: UInt64] = [:]

@@ -212,7 +212,8 @@ final class EngineShard: @unchecked Sendable {
         // A partial that cannot resume (§7's one rule) is discarded when it is found: the
         // file starts from zero, and no record of it is left behind.
         if let partial = job.partial,
-           !ResumeRule.judge(partial.response, sha256Given: job.resource.sha256 != nil, encoding: job.resource.encoding).isResumable {
+           !ResumeRule.judge(partial.response, sha256Given: job.resource.sha256 != nil, encoding: job.resource.encoding,
+                             atAnotherURL: partial.servedBy != job.urlKey).isResumable {
             cache.removePartial(CacheFolder.partialName(feed: job.key.feed, path: job.key.path))
             ledger.partialRemoved(job.key)
             job.partial = nil
@@ -221,7 +222,7 @@ final class EngineShard: @unchecked Sendable {
         do {
             easy = try handles.take(bufferSize: Transfer.bufferSize(job, limiter: limits.limiter(job.feed.name)))
         } catch {
-            board.probeEnded(job.resource.url)  // never reached its origin
+            board.probeEnded(job.url)  // never reached its origin
             retryOrReport(job, .libcurl(error), transfer: nil)
             return
         }
@@ -235,11 +236,11 @@ final class EngineShard: @unchecked Sendable {
             try transfer.start(config: config, environment: environment)
             try multi.add(transfer.easy)
         } catch let error as TransferFailure {
-            board.probeEnded(job.resource.url)  // never reached its origin
+            board.probeEnded(job.url)  // never reached its origin
             fail(transfer, error)
             return
         } catch {
-            board.probeEnded(job.resource.url)
+            board.probeEnded(job.url)
             fail(transfer, .libcurl(error))
             return
         }
@@ -247,7 +248,7 @@ final class EngineShard: @unchecked Sendable {
         limits.started(transfer)
         // The expected total: `size`, else a resumed partial's recorded total (its version's length).
         let total = job.resource.size ?? (transfer.offset > 0 ? job.partial?.totalLength : nil)
-        board.emit(.started(job.key, url: job.resource.url.redacted, total: total, resumeAt: transfer.offset))
+        board.emit(.started(job.key, url: job.url.redacted, total: total, resumeAt: transfer.offset))
     }
 
     /// Whether the copy `job` would revalidate is still the one recorded. One cut short or
@@ -319,7 +320,7 @@ final class EngineShard: @unchecked Sendable {
     private func originAnswered(_ transfer: Transfer, _ outcome: TransferOutcome) {
         var answered = transfer.machine.originAnswered
         if case .failed(let failure) = outcome, failure.holdsOrigin != nil || failure.invalidResponse { answered = false }
-        let origin = transfer.job.resource.url.origin
+        let origin = transfer.job.url.origin
         if board.transferEnded(origin: origin, answered: answered) { ledger.originCleared(origin) }
     }
 
@@ -442,7 +443,7 @@ final class EngineShard: @unchecked Sendable {
     private func pause(_ transfer: Transfer, reason: String) {
         guard transfer.pause(reason) else { return }
         takeOut(transfer, reusable: false)
-        board.probeEnded(transfer.job.resource.url)  // a paused probe says nothing of its origin
+        board.probeEnded(transfer.job.url)  // a paused probe says nothing of its origin
         countMetered(transfer)
         recordResponse(transfer)
         let fate: PartialFate

@@ -88,9 +88,10 @@ final class Transfer {
         self.file = existing?.file
         self.partialName = partialName
         self.createFile = createFile
-        machine = TransferStateMachine(url: job.resource.url, size: job.resource.size, maxSize: job.resource.maxSize, globalCap: globalCap,
+        machine = TransferStateMachine(url: job.url, size: job.resource.size, maxSize: job.resource.maxSize, globalCap: globalCap,
                                        sha256: job.resource.sha256, encoding: job.resource.encoding, offered: ContentCodings.offered,
-                                       cachedValidators: job.cachedValidators, partial: job.partial)
+                                       cachedValidators: job.cachedValidators, partial: job.partial,
+                                       partialAtAnotherURL: job.partial.map { $0.servedBy != job.urlKey } ?? false)
         let trusted = job.partial.flatMap { partial in
             PartialTrust.trustedLength(record: partial, urlHash: job.urlHash, file: existing.map { ($0.size, $0.inode) }, bootID: bootID)
         }
@@ -369,8 +370,10 @@ final class Transfer {
 
     /// The partial's record with `offset` known durable: validators, this boot, this inode.
     func partialRecord(syncedOffset offset: UInt64, validators: Validators? = nil, total: UInt64?? = nil, at time: Instant) -> PartialState {
-        machine.partialRecord(urlHash: job.urlHash, syncedOffset: offset, validators: validators, total: total, bootID: bootID,
-                              inode: fileInode, at: time)
+        var record = machine.partialRecord(urlHash: job.urlHash, syncedOffset: offset, validators: validators, total: total, bootID: bootID,
+                                           inode: fileInode, at: time)
+        record.servedBy = job.urlKey
+        return record
     }
 
     /// Bytes of the partial that reached the file (the last few may still be gathering in

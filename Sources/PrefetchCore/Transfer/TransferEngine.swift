@@ -13,6 +13,9 @@ enum RunEvent {
     /// A transfer paused (resumably or not: `partial` says what became of its bytes).
     case paused(ResourceKey, reason: String, partial: PartialFate, refusedResume: UInt64 = 0)
     case retrying(ResourceKey, message: String, after: Int64)
+    /// A request to one of a resource's URLs failed, and the next listed URL is asked at
+    /// once (SPEC §8, mirrors): no attempt is counted.
+    case nextURL(ResourceKey, message: String, url: String)
     /// A request failed in a way that holds its origin (SPEC §6, §7), and the resource is not
     /// given up in this run: what becomes of it is the hold's to say (its probe, at `until`,
     /// or the origin's `held` line at the end), not a retry of its own `after` seconds on.
