@@ -486,15 +486,17 @@ public final class StateStore {
             return true
         }
         /// A 304 of a copy state.db knows (a revalidation's common case): one UPDATE of what a
-        /// 304 changes, as the upsert's DO UPDATE would (the copy's length, sha256, encoding,
+        /// 304 changes (the validators are now those of the URL that answered, SPEC §8), as the upsert's DO UPDATE would (the copy's length, sha256, encoding,
         /// placement and last response kept), instead of its twenty values and CASEs. False
         /// when there is no row to update.
         func confirm() throws(SQLiteError) -> Bool {
             try db.run("""
                 UPDATE resources SET url_hash = ?, etag = ?, last_modified = ?, validated_at = ?, last_success = ?, last_error = NULL,
-                    last_error_at = NULL, failures = 0, failure_release = NULL, permanent = 0, next_retry = NULL, failure_entry = NULL
+                    last_error_at = NULL, failures = 0, failure_release = NULL, permanent = 0, next_retry = NULL, failure_entry = NULL,
+                    served_by = ?, served_by_url = ?
                 WHERE feed = ? AND path = ?
                 """, [.text(urlHash), .optional(validators.etag), .optional(validators.lastModified), .instant(time), .instant(time),
+                      .optional(mirror?.shown == nil ? nil : mirror?.hash), .optional(mirror?.shown),
                       .text(key.feed), .text(key.path)]) == 1
         }
         func confirmOrUpsert() throws(SQLiteError) {

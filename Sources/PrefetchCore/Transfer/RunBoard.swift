@@ -80,7 +80,7 @@ final class RunBoard: @unchecked Sendable {
             feedQueues.append(FeedQueue(feed: feed))
         }
         let f = feedIndex[key]!
-        if let last = feedQueues[f].jobs.last, !Self.sameOrigin(queue[last].resource.url, queue[index].resource.url) {
+        if let last = feedQueues[f].jobs.last, !Self.sameOrigin(queue[last].url, queue[index].url) {
             let end = feedQueues[f].jobs.count
             for position in feedQueues[f].runStart..<end { feedQueues[f].runEnd[position] = end }
             feedQueues[f].runStart = end
