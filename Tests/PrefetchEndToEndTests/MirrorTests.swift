@@ -130,33 +130,35 @@ import PrefetchCore
         #expect(s.state()?.originHolds["http://127.0.0.1:9"] != nil, "the mirror's answer is no answer of the held origin")
     }
 
-    /// Every URL's origin held: `backoff … origin held` with the first URL's cause, counted
-    /// with that hold; the run that failed exits 1, the next (nothing requested) 0.
+    /// Every URL's origin held: the resource whose requests failed counts its one attempt
+    /// and is counted with the first URL's hold; one not requested since plans `backoff …
+    /// origin held` with the first URL's cause (not the mirror's). The run that failed
+    /// exits 1, the next (nothing requested) 0.
     @Test func everyURLHeldPlansOriginHeldWithTheFirstURLsCause() throws {
         let s = try FaultHarness()
         s.origin.serve("/a.bin", OriginResource(Self.body))
+        s.origin.serve("/b.bin", OriginResource(Self.body))
         s.origin.inject("/a.bin", [.status(503)])
-        try s.feed("""
-            refresh: 1h
-            retry: { attempts: 3, backoff: 1h, max_backoff: 2h }
-            resources:
-              - url: http://127.0.0.1:9/a.bin
-                mirrors: [ORIGIN/a.bin]
-
-            """)
+        let head = "refresh: 1h\nretry: { attempts: 3, backoff: 1h, max_backoff: 2h }\nresources:\n"
+        let a = "  - url: http://127.0.0.1:9/a.bin\n    mirrors: [ORIGIN/a.bin]\n"
+        try s.feed(head + a)
         let first = try s.runJSON()
         #expect(first.status == 1, "\(first.diagnostics)")
-        #expect(s.resourceState("a.bin")?.failures == 1)
+        #expect(s.resourceState("a.bin")?.failures == 1, "one attempt for the whole pass")
         let held = first.events.filter { $0["type"] as? String == "held" }
         #expect(held.count == 1 && held.first?["origin"] as? String == "http://127.0.0.1:9" && held.first?["resources"] as? Int == 1,
-                "counted with the first URL's hold: \(held)")
+                "counted with the first URL's hold, not with the mirror's: \(held)")
         let holds = s.state()?.originHolds ?? [:]
         #expect(holds["http://127.0.0.1:9"]?.reason == "connection refused" && holds[s.origin.url("")]?.reason == "HTTP 503", "\(holds)")
-        let row = Self.row(try s.plan(), "a.bin")
+
+        try s.feed(head + a + "  - url: http://127.0.0.1:9/b.bin\n    mirrors: [ORIGIN/b.bin]\n")
+        let plan = try s.plan()
+        #expect(Self.row(plan, "a.bin")["state"] as? String == "backoff", "\(Self.row(plan, "a.bin"))")
+        let row = Self.row(plan, "b.bin")
         #expect(row["state"] as? String == "backoff" && row["reason"] as? String == "origin held: connection refused", "\(row)")
         let second = try s.runJSON()
         #expect(second.status == 0, "every URL already held, nothing requested: \(second.diagnostics)")
-        #expect(s.origin.requests(to: "/a.bin").count == 1, "no URL is asked while every one is held")
+        #expect(s.origin.requests(to: "/a.bin").count == 1 && s.origin.requests(to: "/b.bin").isEmpty, "no URL is asked while every one is held")
         #expect(second.events.filter { $0["type"] as? String == "start" }.isEmpty)
     }
 
