@@ -89,6 +89,41 @@ struct MirrorOrderTests {
         #expect(cases > 10_000, "\(cases) cases")
     }
 
+    /// A partial is judged at the URL the next pass asks first (the one that served the
+    /// copy, else `url`): begun at another, it moves (§7: then only a `sha256` resumes it).
+    @Test func aPartialMovesWhenTheNextPassAsksAnotherURL() throws {
+        let (feed, diagnostics) = ManifestErrorTests.decode(
+            "resources:\n  - url: https://a.example.com/f\n    mirrors: [https://b.example.com/f, https://c.example.com/f]\n"
+            + "  - url: https://a.example.com/g\n")
+        #expect(diagnostics.isEmpty)
+        let resources = try #require(feed?.resources)
+        let mirrored = resources[0], plain = resources[1]
+        let b = mirrored.url(at: 1).identityHash, c = mirrored.url(at: 2).identityHash
+        func partial(_ servedBy: String?) -> PartialState {
+            PartialState(urlHash: mirrored.url.identityHash, validators: Validators(), totalLength: nil, syncedOffset: 1, updatedAt: 0,
+                         servedBy: servedBy)
+        }
+        func state(servedBy: String?) -> ResourceState {
+            var state = ResourceState(urlHash: mirrored.url.identityHash)
+            state.servedBy = servedBy.map { ServedBy(hash: $0, shown: "x") }
+            return state
+        }
+        let rows: [(partial: String?, served: String?, moves: Bool)] = [
+            (nil, nil, false),  // begun at url, no copy: url first
+            (b, nil, true),  // begun at a mirror, the next pass asks url first
+            (b, b, false),  // the copy came from that mirror: it goes first
+            (nil, b, true),
+            (c, b, true),
+            (nil, "0000", false),  // the copy's URL is no longer listed: url first
+        ]
+        for row in rows {
+            #expect(MirrorOrder.partialMoves(partial(row.partial), resource: mirrored, state: state(servedBy: row.served)) == row.moves, "\(row)")
+        }
+        #expect(MirrorOrder.partialMoves(partial(b), resource: mirrored, state: nil))
+        #expect(!MirrorOrder.partialMoves(partial(nil), resource: plain, state: nil))
+        #expect(MirrorOrder.partialMoves(partial(b), resource: plain, state: state(servedBy: b)), "mirrors dropped since: url is asked")
+    }
+
     // MARK: The reference, written from SPEC §8's sentences
 
     static func referenceOrder(count: Int, servedBy: Int?) -> [Int] {

@@ -449,7 +449,7 @@ final class EngineShard: @unchecked Sendable {
         let fate: PartialFate
         if transfer.offset == 0 {
             fate = .none
-        } else if case .restart(let obstacle) = transfer.resumeVerdict {
+        } else if case .restart(let obstacle) = nextPassVerdict(transfer) {
             fate = .discarded(transfer.offset, because: obstacle.description)
             cache.removePartial(transfer.partialName)
             ledger.partialRemoved(transfer.job.key)
@@ -460,6 +460,18 @@ final class EngineShard: @unchecked Sendable {
         attempt(transfer, outcome: "paused", error: reason)
         summary.count(.paused, feed: transfer.job.feed.name)
         board.emit(.paused(transfer.job.key, reason: reason, partial: fate, refusedResume: transfer.refusedResume))
+    }
+
+    /// §7's verdict on a paused transfer's partial, judged at the URL the resource's next
+    /// pass asks first (SPEC §8): one begun at another of its URLs goes on there only with a
+    /// `sha256`, so without one it is not kept for a resume that cannot happen.
+    private func nextPassVerdict(_ transfer: Transfer) -> ResumeRule.Verdict {
+        let verdict = transfer.resumeVerdict
+        let job = transfer.job
+        guard verdict.isResumable, job.mirrorPass != nil,
+              job.urlKey != job.servedIndex.flatMap({ $0 == 0 ? nil : job.resource.url(at: $0).identityHash }) else { return verdict }
+        return ResumeRule.judge(transfer.lastResponse ?? ResponseFacts(), sha256Given: job.resource.sha256 != nil,
+                                encoding: job.resource.encoding, atAnotherURL: true)
     }
 
     /// The periodic fsync of a running transfer's partial, off the loop; the offset is

@@ -65,6 +65,21 @@ struct MirrorOrder: Sendable, Equatable {
         }
     }
 
+    /// How state.db names the URL a resource's next pass asks first, holds aside (nil: its
+    /// `url`): the mirror that served its copy (`servedBy`, that copy's recorded URL hash)
+    /// when it still lists it, else `url`.
+    static func firstKey(of resource: Resource, servedBy hash: String?) -> String? {
+        guard let hash, let mirrors = resource.mirrors, mirrors.contains(where: { $0.identityHash == hash }) else { return nil }
+        return hash
+    }
+
+    /// Whether the next pass would ask `partial` of at another URL than the one it was begun
+    /// at (§7: then it resumes only with a `sha256`).
+    static func partialMoves(_ partial: PartialState, resource: Resource, state: ResourceState?) -> Bool {
+        guard resource.mirrors != nil || partial.servedBy != nil else { return false }
+        return partial.servedBy != firstKey(of: resource, servedBy: state?.servedBy?.hash)
+    }
+
     /// Whether no URL was tried yet in this pass.
     var isFresh: Bool { failures.isEmpty }
 
