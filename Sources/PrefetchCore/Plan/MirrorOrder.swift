@@ -1,7 +1,8 @@
 /// SPEC §8's mirrors, the decisions of one pass over a resource's URLs: which listed URL
 /// a request goes to next, and what the pass comes to when every URL failed. Pure: the
 /// holds of the URLs' origins come in as `Admission`s, the failures as `URLFailure`s;
-/// `RunBoard` and `FailureReporter` carry out what it answers, `Planner` plans by it, and
+/// `RunBoard` and `FailureReporter` carry out what it answers, `ResumePoint` and the run judge
+/// partials by it (`partialMoves`), and
 /// `MirrorOrderTests` checks it over every combination.
 ///
 /// A pass tries the URLs in `order`: the listed order (`url`, then the mirrors), except
