@@ -144,7 +144,7 @@ final class RunReporter {
         }
         if quiet {  // `--quiet` keeps the error lines only: the others are not even made
             switch event {
-            case .placed, .fresh, .paused, .retrying, .heldWithOrigin: return
+            case .placed, .fresh, .paused, .retrying, .heldWithOrigin, .nextURL: return
             case .started, .progress, .failed, .stateError, .held: break
             }
         }
