@@ -74,4 +74,27 @@ import TestSupport
         try store.recordPartial(Self.key, PartialState(urlHash: Self.url, validators: Validators(), totalLength: 10, syncedOffset: 5, updatedAt: 2))
         #expect(try Self.read(path).partial?.servedBy == nil)
     }
+
+    /// Schema 5 → 6: every copy and partial recorded before was served by its entry's `url`;
+    /// a reader migrates in memory, a writer the file.
+    @Test func copiesRecordedBeforeWereServedByTheirURL() throws {
+        let folder = try TemporaryFolder()
+        let path = folder.path + "/state.db"
+        let db = try SQLiteConnection(path: path, readOnly: false)
+        let previous = 5
+        #expect(StateStore.migrations[previous].contains("CREATE TABLE url_validators"))
+        for migration in StateStore.migrations.prefix(previous) { try db.execute(migration) }
+        try db.execute("PRAGMA user_version = \(previous)")
+        try db.execute("""
+            INSERT INTO resources (feed, path, url_hash, etag, length, sha256, placed_at, validated_at, last_success)
+            VALUES ('t', 'a.bin', '\(Self.url)', '"e"', 3, '\(Self.one)', 1800000000000000000, 1800000000000000000, 1800000000000000000);
+            INSERT INTO partials (feed, path, url_hash, synced_offset, updated_at) VALUES ('t', 'b.bin', '\(Self.url)', 1, 1);
+            """)
+        let read = try #require(try StateStore.openReadOnly(path)).snapshot()
+        #expect(read.resources[Self.key]?.servedBy == nil && read.resources[Self.key]?.validators.etag == "\"e\"")
+        let snapshot = try StateStore.openForWriting(path).snapshot()
+        #expect(snapshot.resources[Self.key]?.servedBy == nil)
+        #expect(snapshot.resources[ResourceKey(feed: "t", path: "b.bin")]?.partial?.servedBy == nil)
+        #expect(try SQLiteConnection(path: path, readOnly: true).userVersion == StateStore.schemaVersion)
+    }
 }
