@@ -125,18 +125,25 @@ import Testing
             CacheBudget.Request(priority: .low, feed: "a", index: 0, bytes: 1_500, need: 1_500),
             CacheBudget.Request(priority: .low, feed: "a", index: 2, bytes: nil, need: nil),
         ]
-        // 1000 cap, 200 in use: z (high) 300 → 500; a#1 700 does not fit → cache full; b 600 does not fit either;
+        // 1000 cap, 500 in use: z (high) 300 → 800; a#1 700 and b 600 do not fit → cache full;
         // a#0 is larger than the cap; the unknown one is admitted (held as its body arrives).
-        let plain = CacheBudget.decide(cap: 1_000, used: 200, requests: requests, candidates: [])
+        let plain = CacheBudget.decide(cap: 1_000, used: 500, requests: requests, candidates: [])
         #expect(plain.verdicts == [.cacheFull, .cacheFull, .admitted, .tooLarge, .admitted])
-        #expect(plain.used == 500 && plain.removals.isEmpty)
-        // With room to make: the oldest (index 1, placed at 5) goes first; a#1 needs 200 more.
+        #expect(plain.used == 800 && plain.removals.isEmpty)
+        // With the 500 in use removable: a#1 needs 500 freed, oldest first (250 @5, 150 @7, 100 @9);
+        // then nothing is left for b.
         let rooms = [CacheBudget.Candidate(bytes: 100, placed: Instant(seconds: 9)), CacheBudget.Candidate(bytes: 250, placed: Instant(seconds: 5)),
-                     CacheBudget.Candidate(bytes: 5_000, placed: Instant(seconds: 7))]
-        let made = CacheBudget.decide(cap: 1_000, used: 200, requests: requests, candidates: rooms)
+                     CacheBudget.Candidate(bytes: 150, placed: Instant(seconds: 7))]
+        let made = CacheBudget.decide(cap: 1_000, used: 500, requests: requests, candidates: rooms)
         #expect(made.verdicts == [.cacheFull, .admitted, .admitted, .tooLarge, .admitted])
-        #expect(made.removals == [1], "only the oldest, which is enough: \(made.removals)")
-        #expect(made.used == 950)
+        #expect(made.removals == [1, 2, 0], "oldest placement first: \(made.removals)")
+        #expect(made.used == 1_000)
+        // Room that would not be enough is not made; a smaller one after it uses it.
+        let small = CacheBudget.decide(cap: 1_000, used: 900, requests: [
+            CacheBudget.Request(priority: .normal, feed: "a", index: 0, bytes: 400, need: 400),
+            CacheBudget.Request(priority: .normal, feed: "a", index: 1, bytes: 150, need: 150),
+        ], candidates: [CacheBudget.Candidate(bytes: 100, placed: Instant(seconds: 5))])
+        #expect(small.verdicts == [.cacheFull, .admitted] && small.removals == [0] && small.used == 950, "\(small)")
     }
 }
 

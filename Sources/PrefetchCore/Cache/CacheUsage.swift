@@ -48,9 +48,6 @@ public struct CacheUsage: Sendable {
     /// How long a generation must have been live before the one before it may go.
     public static let generationGrace: Int64 = 60
 
-    /// Bytes of candidate `room` (the budget's view of it).
-    var budgetCandidates: [CacheBudget.Candidate] { candidates.map { CacheBudget.Candidate(bytes: $0.bytes, placed: $0.placed) } }
-
     public init(used: UInt64, candidates: [Room] = []) {
         self.used = used
         self.candidates = candidates
@@ -192,7 +189,8 @@ extension CacheUsage {
         /// seen, all in that candidate.
         func result() -> CacheUsage {
             var candidates: [Room] = []
-            for (index, var room) in rooms.enumerated() {
+            for index in rooms.indices {
+                var room = rooms[index]
                 room.bytes = single[index]
                 for inode in linked[index] {
                     if let known = links[inode], known.owner == index, known.seen >= known.links { room.bytes += known.size }
@@ -235,14 +233,5 @@ extension CacheFolder {
             if !syncIsFree { _ = folder.sync() }
             return .success(())
         }
-    }
-}
-
-extension PlanInput {
-    /// With `max_cache_size` set, what the cache holds now, for the plan's admission (SPEC §8).
-    mutating func measureCache(_ maxCacheSize: ByteSize?, in cache: CacheFolder?) {
-        guard let maxCacheSize else { return }
-        self.maxCacheSize = maxCacheSize.bytes
-        cacheUsage = CacheUsage.measure(cache, feeds: feeds, recorded: state.feeds.keys)
     }
 }

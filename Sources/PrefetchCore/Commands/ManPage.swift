@@ -58,6 +58,9 @@ public enum ManPage {
             .B feed_sources
             list manifests fetched from a central place (with
             .BR url ", " refresh ", " public_key ", " public_keys ", " signature ", " headers ", " name ", " client_cert ", " client_key );
+            its
+            .B max_cache_size
+            caps the bytes the cached files take (due work past it waits, "cache full");
             the manual's configuration.md lists every key.
             .TP
             .I \(Config().feeds)/

@@ -115,8 +115,6 @@ enum StatusCommand {
             out += line.line + "\n"
         } else if let cap = config.maxCacheSize {
             out += "cache: \(ByteSize.format(usage.used)) used of max_cache_size \(ByteSize.format(cap.bytes))\n"
-        } else {
-            out += "cache: \(ByteSize.format(usage.used)) used (no max_cache_size)\n"
         }
         // Held origins (SPEC §6), after the feeds.
         let local = ZoneClock(TimeZone.current)

@@ -18,7 +18,7 @@ enum CacheAdmission {
                 rows.append((f, i))
             }
         }
-        let decision = CacheBudget.decide(cap: cap, used: usage.used, requests: requests, candidates: usage.budgetCandidates)
+        let decision = CacheBudget.decide(cap: cap, used: usage.used, requests: requests, candidates: usage.candidates.map { CacheBudget.Candidate(bytes: $0.bytes, placed: $0.placed) })
         for (verdict, row) in zip(decision.verdicts, rows) where verdict != .admitted {
             var item = plan.feeds[row.feed].items[row.item]
             item.status = .deferred
@@ -30,5 +30,15 @@ enum CacheAdmission {
         }
         plan.cache = CachePlan(maxBytes: cap, used: usage.used, usedAfter: decision.used,
                                removals: decision.removals.map { usage.candidates[$0] })
+    }
+}
+
+extension PlanInput {
+    /// With `max_cache_size` set, what the cache holds now (`CacheUsage`, read from disk),
+    /// for the admission above; without, nothing is read.
+    mutating func measureCache(_ maxCacheSize: ByteSize?, in cache: CacheFolder?) {
+        guard let maxCacheSize else { return }
+        self.maxCacheSize = maxCacheSize.bytes
+        cacheUsage = CacheUsage.measure(cache, feeds: feeds, recorded: state.feeds.keys)
     }
 }
