@@ -180,6 +180,32 @@ import PrefetchCore
         #expect(Self.cacheLine(after)?["used"] as? Int == 11000, "\(after.stdout)")
     }
 
+    /// The daemon wakes when a previous generation becomes room (60 s after the switch) for
+    /// work the cap holds back, not at the next release: here 10 s after it starts.
+    @Test func theDaemonWakesWhenAGenerationBecomesRoom() throws {
+        let s = try FaultHarness()
+        for name in ["a.bin", "b.bin", "c.bin"] { s.origin.serve("/\(name)", OriginResource(ReleaseConsistencyTests.version(name, 1), etag: "\"\(name)-1\"")) }
+        s.origin.serve("/d.bin", OriginResource(Self.bytes(2000, 50), etag: "\"d\""))
+        // refresh 0s, neither schedule nor window: every pass is a release.
+        let feed = ReleaseConsistencyTests.feed.replacingOccurrences(of: "refresh: 1h", with: "refresh: 0s")
+        try s.feed(feed)
+        let config = try Self.config(s, "max_cache_size: 13000\n")
+        #expect(try s.runJSON(config: config).status == 0)
+        s.origin.serve("/b.bin", OriginResource(ReleaseConsistencyTests.version("b.bin", 2), etag: "\"b.bin-2\""))
+        #expect(try s.runJSON(config: config).status == 0)
+        try s.feed(feed + "  - url: ORIGIN/d.bin\n    size: 2000\n")
+        Self.age(s, "t", by: 50)  // the live generation went live 50 s ago: its predecessor is room in 10 s
+        let started = Date()
+        let (daemon, log) = try s.startDaemon(config: config)
+        defer { if daemon.isRunning { daemon.terminate(); daemon.waitUntilExit() } }
+        while s.cached("t/d.bin") == nil, Date().timeIntervalSince(started) < 40 { Thread.sleep(forTimeInterval: 0.2) }
+        let waited = Date().timeIntervalSince(started)
+        #expect(s.cached("t/d.bin") != nil, "d never placed: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+        #expect(waited >= 7, "placed after \(waited) s: the previous generation went before its 60 s")
+        let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        #expect(text.contains("to make room under max_cache_size"), "\(text)")
+    }
+
     /// Without `size` or a recorded length, the `Content-Length` decides when it arrives:
     /// past the cap, the transfer pauses with `cache full` before writing, and the next plan
     /// knows the length. A body without a length pauses where it passes the cap, its

@@ -19,6 +19,9 @@ public struct CacheUsage: Sendable {
     public var used: UInt64
     /// What may go to make room.
     public var candidates: [Room]
+    /// In how many seconds a previous generation not yet live long enough becomes room
+    /// (the earliest; nil: none waits): the daemon wakes then for work the cap holds back.
+    public var moreRoomIn: Int64?
 
     /// One thing that may be removed to make room.
     public struct Room: Sendable, Equatable {
@@ -87,11 +90,16 @@ extension CacheUsage {
                     liveFor = realNow.seconds - Int64(link.st_mtim.tv_sec)
                 }
                 let room = feed?.consistency == .release && live > 0 && liveFor >= generationGrace
+                let waiting = feed?.consistency == .release && live > 0 && !room
                 for entry in FileSystem.entries(in: generations) where entry.kind == .directory {
                     guard case .success(let folder) = FileDescriptor.open(entry.name, relativeTo: generations,
                                                                           flags: O_RDONLY | O_DIRECTORY | O_NOFOLLOW) else { continue }
                     let n = CacheLayout.generationNumber(entry.name)
                     let previous = room && n.map { $0 < live } == true
+                    if waiting, n.map({ $0 < live }) == true {
+                        let wait = max(1, generationGrace - liveFor)
+                        walk.moreRoomIn = min(walk.moreRoomIn ?? wait, wait)
+                    }
                     walk.files(in: folder, relative: "", owner: { _ in previous ? .room(.generation(n!), feed: name) : .kept })
                 }
             case .missing, .foreign:
@@ -120,6 +128,7 @@ extension CacheUsage {
         /// candidate, or in more than one.
         var links: [Inode: (size: UInt64, seen: Int, links: Int, owner: Int)] = [:]
         var used: UInt64 = 0
+        var moreRoomIn: Int64?
         var rooms: [Room] = []
         var roomIndex: [String: Int] = [:]
         /// Per candidate: its files' bytes with one link (freed for sure), and its hard-linked inodes.
@@ -197,7 +206,9 @@ extension CacheUsage {
                 }
                 if room.bytes > 0 { candidates.append(room) }  // removing it would free nothing
             }
-            return CacheUsage(used: used, candidates: candidates)
+            var usage = CacheUsage(used: used, candidates: candidates)
+            usage.moreRoomIn = moreRoomIn
+            return usage
         }
     }
 }

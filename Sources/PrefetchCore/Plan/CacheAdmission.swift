@@ -28,8 +28,10 @@ enum CacheAdmission {
             item.nextOpening = nil
             plan.feeds[row.feed].items[row.item] = item
         }
+        let waiting = decision.verdicts.contains(.cacheFull)
         plan.cache = CachePlan(maxBytes: cap, used: usage.used, usedAfter: decision.used,
-                               removals: decision.removals.map { usage.candidates[$0] })
+                               removals: decision.removals.map { usage.candidates[$0] },
+                               moreRoomAt: waiting ? usage.moreRoomIn.map { input.now.advanced(bySeconds: $0) } : nil)
     }
 }
 

@@ -9,6 +9,9 @@ public struct CachePlan: Sendable {
     public var usedAfter: UInt64
     /// What goes to make room, in the order it goes (oldest placement first).
     public var removals: [CacheUsage.Room]
+    /// When more room appears by itself (a previous generation reaching its 60 s), while
+    /// something waits for it (`cache full`); nil otherwise.
+    public var moreRoomAt: Instant?
 
     /// The bytes the removals free.
     public var freed: UInt64 { removals.reduce(0) { $0 + $1.bytes } }

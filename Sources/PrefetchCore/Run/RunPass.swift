@@ -210,6 +210,12 @@ struct RunPass {
             IndexWriter.write(indexed, plan: after, state: snapshotAfter, cached: cachedAfter, cache: cache, now: clock(), console: console)
         }
         let switched = ReleaseSwitch.apply(switching, cache: cache, console: console)
+        // A generation just became the previous one: in 60 s it is room for what the cap holds back (SPEC §8).
+        if wantsNextWakeup, !switching.isEmpty, (planAfter?.0 ?? plan).cache != nil,
+           (planAfter?.0 ?? plan).feeds.contains(where: { $0.items.contains { $0.reason == CacheBudget.cacheFullReason } }) {
+            let soon = clock().advanced(bySeconds: CacheUsage.generationGrace)
+            nextWakeup = min(nextWakeup ?? soon, soon)
+        }
         let seconds = Date().timeIntervalSince(started)
         if summary.bodyBytes > 0 || summary.placed > 0 {
             recordState {
@@ -269,6 +275,7 @@ struct RunPass {
                 if item.status == .due { times.append(plan.now) }
             }
         }
+        if let more = plan.cache?.moreRoomAt { times.append(more) }  // room for what the cap holds back
         return times.filter { $0 >= plan.now }.min()
     }
 }
