@@ -26,6 +26,7 @@ public enum Planner {
         var plan = Plan(now: now, feeds: feedPlans, conditions: input.conditions, machineID: input.machineID,
                         throughput: input.state.throughput ?? defaultThroughput,
                         throughputMeasured: input.state.throughput != nil, order: [])
+        CacheAdmission.apply(&plan, input: input)  // max_cache_size (SPEC §8), before the due work is ordered
         orderDueWork(&plan, input: input)
         // Rows: due work first in the order a run starts it, then by state, then manifest order.
         for index in plan.feeds.indices {

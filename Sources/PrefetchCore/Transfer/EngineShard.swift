@@ -30,9 +30,13 @@ final class EngineShard: @unchecked Sendable {
     private let faults: FaultPoints
     /// When the clocks were last looked at (monotonic nanoseconds).
     private var lastClockCheck: UInt64 = 0
+    /// The room left under `max_cache_size` (SPEC §8), shared by the run's shards; nil: no cap.
+    private let cacheAllowance: CacheAllowance?
 
     init(multi: CurlMulti, limits: ShardLimits, board: RunBoard, cache: CacheFolder, config: Config, environment: [String: String],
-         metered: Bool, pool: BufferPool, bootID: String, faults: FaultPoints, clock: @escaping () -> Instant) {
+         metered: Bool, pool: BufferPool, bootID: String, faults: FaultPoints, cacheAllowance: CacheAllowance? = nil,
+         clock: @escaping () -> Instant) {
+        self.cacheAllowance = cacheAllowance
         self.faults = faults
         self.multi = multi
         self.limits = limits
@@ -140,6 +144,9 @@ final class EngineShard: @unchecked Sendable {
             if limits.hasBudgets {
                 for transfer in Array(active.values) where transfer.pausedForBudget { pause(transfer, reason: "metered budget used") }
             }
+            if cacheAllowance != nil {
+                for transfer in Array(active.values) where transfer.pausedForCacheFull { pause(transfer, reason: "cache full") }
+            }
             if !active.isEmpty {
                 do {
                     try multi.poll(milliseconds: limits.resumeRateLimited(active.values))
@@ -231,7 +238,7 @@ final class EngineShard: @unchecked Sendable {
         let existing = job.partial != nil ? cache.openPartial(name) : nil
         let transfer = Transfer(job: job, easy: easy, partialName: name, existing: existing, globalCap: config.maxSize.bytes, bootID: bootID,
                                 pool: pool, limiter: limits.limiter(job.feed.name), allowance: limits.allowance(job.feed.name), startWriteback: !syncs.inline, faults: faults,
-                                createFile: { [cache] in cache.createPartial(name) })
+                                cacheAllowance: cacheAllowance, createFile: { [cache] in cache.createPartial(name) })
         do {
             try transfer.start(config: config, environment: environment)
             try multi.add(transfer.easy)
@@ -263,7 +270,7 @@ final class EngineShard: @unchecked Sendable {
     /// not paused (a handle removed while paused still holds libcurl's paused state).
     private func release(_ transfer: Transfer, reusable: Bool) {
         limits.released(transfer)
-        guard reusable, !transfer.pausedForRate, !transfer.pausedForBudget else { return }
+        guard reusable, !transfer.pausedForRate, !transfer.pausedForBudget, !transfer.pausedForCacheFull else { return }
         handles.give(transfer.easy)
     }
 
@@ -377,7 +384,8 @@ final class EngineShard: @unchecked Sendable {
     /// resume, else dropped, then `retryOrReport`.
     private func fail(_ transfer: Transfer, _ failure: TransferFailure) {
         transfer.fail(failure)
-        let job = transfer.job
+        var job = transfer.job
+        job.cacheAdmitted = transfer.cacheRoomHeld  // a retry keeps the room this attempt took (SPEC §8)
         countMetered(transfer)
         attempt(transfer, outcome: "failed", error: failure.message, status: failure.httpStatus)
         recordResponse(transfer)

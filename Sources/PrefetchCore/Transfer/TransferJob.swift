@@ -20,6 +20,10 @@ struct TransferJob {
     var partial: PartialState?
     /// Consecutive failures in this release before this attempt.
     var failures: Int
+    /// Under `max_cache_size` (SPEC §8): the file's length the plan admitted it at (its
+    /// expected size, else the bytes of its partial already counted); writing past it takes
+    /// room from the run's `CacheAllowance`.
+    var cacheAdmitted: UInt64 = 0
     /// Not started before this instant (a retry within the run).
     var notBefore: Instant = .distantPast
     /// Where an earlier attempt of this run asked to resume, when the server answered with

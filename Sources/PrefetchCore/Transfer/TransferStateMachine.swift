@@ -48,6 +48,8 @@ struct TransferStateMachine {
         case rate
         /// The feed's metered budget is used: the engine takes the transfer out, resumably.
         case budget
+        /// The body would pass `max_cache_size` (SPEC §8): the engine pauses it, resumably.
+        case cacheFull
     }
 
     /// What the next request asks for.
