@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import PrefetchCore
 
@@ -87,6 +88,40 @@ import Testing
     func formats(_ c: Formatted) {
         #expect(ByteSize.format(c.bytes) == c.text)
         #expect(ByteSize(bytes: c.bytes).description == c.text)
+    }
+
+    /// The form `format` had with `String(format: "%.Nf")` (the reference: printf's digits,
+    /// trailing zeros dropped), against the arithmetic that replaced it: every decimal count,
+    /// each unit's boundaries, and seeded random sizes of every magnitude
+    /// (`PREFETCH_BYTESIZE_SEED` replays one).
+    @Test func formatsAsPrintfWould() {
+        func reference(_ bytes: UInt64, _ decimals: Int) -> String {
+            let steps: [(String, Double)] = [("TiB", 1_099_511_627_776), ("GiB", 1_073_741_824), ("MiB", 1_048_576), ("KiB", 1024)]
+            let scale = Double((0..<decimals).reduce(1) { value, _ in value * 10 })
+            for (index, (unit, size)) in steps.enumerated() where Double(bytes) >= size {
+                let rounded = (Double(bytes) / size * scale).rounded() / scale
+                if rounded >= 1024, index > 0 { return "1\(steps[index - 1].0)" }
+                if rounded == rounded.rounded() { return "\(Int(rounded))\(unit)" }
+                var text = String(format: "%.\(decimals)f", rounded)
+                while text.hasSuffix("0") { text.removeLast() }
+                return text + unit
+            }
+            return "\(bytes)B"
+        }
+        let seed = ProcessInfo.processInfo.environment["PREFETCH_BYTESIZE_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64.max)
+        var random = SplitMix64(seed: seed)
+        var sizes: [UInt64] = []
+        for shift in stride(from: 10, through: 50, by: 10) {
+            let unit = UInt64(1) << UInt64(shift)
+            sizes += [unit - 1, unit, unit + 1, unit * 1023, unit * 1024 - 1, unit + unit / 20, unit + unit / 20 - 1, unit * 3 / 2]
+        }
+        for _ in 0..<20_000 { sizes.append(random.next() >> (random.next() % 64)) }
+        for bytes in sizes {
+            for decimals in 1...3 {
+                #expect(ByteSize.format(bytes, decimals: decimals) == reference(bytes, decimals),
+                        "PREFETCH_BYTESIZE_SEED=\(seed): \(bytes) bytes, \(decimals) decimals")
+            }
+        }
     }
 
     /// Two different figures never read alike (`free space 1GiB < 1GiB` said nothing), and

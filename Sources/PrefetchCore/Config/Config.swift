@@ -48,6 +48,8 @@ public struct Config: Sendable {
     /// The client certificate presented to every origin that asks for one (SPEC §8,
     /// `client_cert` and `client_key`); nil: none.
     public var clientCertificate: ClientCertificate?
+    /// The most bytes the cached files may take (SPEC §8, `max_cache_size`); nil: no cap.
+    public var maxCacheSize: ByteSize?
 
     /// The path of the default configuration file.
     public static let defaultPath = "/etc/prefetch/config.yaml"
@@ -61,11 +63,8 @@ public struct Config: Sendable {
 
 /// Loads and checks a configuration file with the same strictness as feeds.
 public enum ConfigLoader {
-    /// The keys a configuration may have.
-    public static let keys = ["feeds", "cache", "max_size", "ca_file", "metered_default", "machine_id",
-                              "concurrency", "per_host", "connect_timeout", "stall_timeout", "max_redirects",
-                              "verify_every", "removed_feed_grace", "starved_after", "proxy", "no_proxy", "metrics_file",
-                              "response_timeout", "max_manifest_size", "feed_sources", "client_cert", "client_key"]
+    /// The keys a configuration may have (`ConfigKey.all` says what each is).
+    public static let keys = ConfigKey.names
 
     /// Where the config's scalars have limits of their own (SPEC §8's `feed_sources` URLs
     /// among them).
@@ -172,6 +171,9 @@ public enum ConfigLoader {
                 reader.error("max_manifest_size must be from \(ByteSize(bytes: range.lowerBound)) to \(ByteSize(bytes: range.upperBound)), found \(node.scalar ?? "\(size)")",
                              at: node.location)
             }
+        }
+        if let node = entries["max_cache_size"]?.value, let size = reader.value(node, what: "max_cache_size", ByteSize.parse) {
+            if size.bytes == 0 { reader.error("max_cache_size must be more than 0", at: node.location) } else { config.maxCacheSize = size }
         }
         if let node = entries["feed_sources"]?.value, !node.isNull {
             config.feedSources = FeedSourceDecoder.decode(node, reader: &reader, absolute: absolute)

@@ -1,7 +1,7 @@
 /// Decodes a feed's resources one at a time, as the YAML parser completes each entry, so
 /// their nodes never pile up; checks paths across the feed as it goes.
 final class ResourceDecoder {
-    static let keys = ["url", "path", "sha256", "size", "max_size", "not_before", "expires", "priority", "headers", "encoding"]
+    static let keys = ["url", "path", "sha256", "size", "max_size", "not_before", "expires", "priority", "headers", "encoding", "mirrors"]
 
     private let config: Config
     private var reader: NodeReader
@@ -30,7 +30,7 @@ final class ResourceDecoder {
         guard let entries = reader.mapping(item, allowed: Self.keys, what: "a resource") else { return }
         // One pass over the (few) entries: each key found once, not looked up once per field.
         var urlEntry, pathEntry, shaEntry, sizeEntry, maxSizeEntry, notBeforeEntry, expiresEntry, priorityEntry, headersEntry: YAMLNode?
-        var encodingEntry: YAMLNode?
+        var encodingEntry, mirrorsEntry: YAMLNode?
         for entry in entries.pairs {
             switch entry.name {
             case "url": urlEntry = entry.pair.value
@@ -43,6 +43,7 @@ final class ResourceDecoder {
             case "priority": priorityEntry = entry.pair.value
             case "headers": headersEntry = entry.pair.value
             case "encoding": encodingEntry = entry.pair.value
+            case "mirrors": mirrorsEntry = entry.pair.value
             default: break  // `mapping` reported it
             }
         }
@@ -102,6 +103,7 @@ final class ResourceDecoder {
         }
         let headers = headersEntry.map { reader.headers($0) } ?? []
         let encoding = encodingEntry.flatMap { reader.encoding($0) }
+        let mirrors = mirrorsEntry.flatMap { self.mirrors($0, url: url) }
 
         guard let url, let path, claim(path, at: pathNode.location, entry: item.location) else { return }
         if notBefore != nil || expires != nil {
@@ -110,7 +112,28 @@ final class ResourceDecoder {
         if encoding != nil { ownEncoding.insert(decoded.count) }
         decoded.append(Resource(url: url, path: path, sha256: sha256, size: size?.bytes, maxSize: maxSize?.bytes,
                                 notBefore: nil, expires: nil, priority: priority, headers: headers, location: item.location,
-                                encoding: encoding ?? .refuse))
+                                encoding: encoding ?? .refuse, mirrors: mirrors))
+    }
+
+    /// A resource's `mirrors` (SPEC §8): a list of URLs, each checked as `url` is. One that
+    /// names the same file as `url` or an earlier mirror (scheme, host, port and path: what
+    /// state.db keys a URL's validators by) is a warning and dropped; an empty list is none.
+    private func mirrors(_ node: YAMLNode, url: ResourceURL?) -> [ResourceURL]? {
+        guard let items = reader.list(node, what: "mirrors") else { return nil }
+        var listed: [ResourceURL] = []
+        var seen: Set<String> = url.map { [$0.origin + $0.path] } ?? []
+        for item in items {
+            let mirror = reader.value(item, what: "a mirror", limit: InputLimits.url) { (text) throws(ValueError) -> ResourceURL in
+                try ResourceURL.parse(text, hosts: &hosts)
+            }
+            guard let mirror else { continue }
+            guard seen.insert(mirror.origin + mirror.path).inserted else {
+                reader.warning("this mirror names a URL the resource already lists (\(mirror.redacted)); it is tried once", at: item.location)
+                continue
+            }
+            listed.append(mirror)
+        }
+        return listed.isEmpty ? nil : listed
     }
 
     /// SPEC §7: the feed's `encoding` for every resource that does not give its own.
