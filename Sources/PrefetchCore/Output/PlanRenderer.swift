@@ -60,9 +60,10 @@ public struct PlanRenderer {
             line.add("conditions", object: conditions)
             out += line.line + "\n"
             var times: [Instant: String] = [:]
+            var offsets = ZoneOffsets(feed.clock)
             func time(_ instant: Instant) -> String {
                 if let text = times[instant] { return text }
-                let text = TimeFormat.rfc3339(instant, clock: feed.clock)
+                let text = TimeFormat.rfc3339(instant, offsets: &offsets)
                 times[instant] = text
                 return text
             }
@@ -194,9 +195,10 @@ public struct PlanRenderer {
         cells.reserveCapacity((feed.items.count + 1) * columns)
         // Many rows share a time (a window opening, a release): format each instant once.
         var times: [Instant: String] = [:]
+        var offsets = ZoneOffsets(feed.clock)
         func time(_ instant: Instant) -> String {
             if let text = times[instant] { return text }
-            let text = TimeFormat.local(instant, clock: feed.clock, withUTC: false)
+            let text = TimeFormat.local(instant, offsets: &offsets, withUTC: false)
             times[instant] = text
             return text
         }
@@ -227,7 +229,9 @@ public struct PlanRenderer {
         for (index, cell) in cells.enumerated() {
             widths[index % columns] = max(widths[index % columns], Self.width(cell))
         }
-        let spaces = String(repeating: " ", count: (widths.max() ?? 0) + 2)
+        // Each run of spaces a cell may need, made once (cutting one long run to length
+        // walked its characters for every cell).
+        let pads = (0...((widths.max() ?? 0) + 2)).map { String(repeating: " ", count: $0) }
         for row in 0..<(cells.count / columns) {
             out += "  "
             for column in 0..<columns {
@@ -241,7 +245,7 @@ public struct PlanRenderer {
                 } else {
                     out += cell
                 }
-                out += spaces.prefix(widths[column] - Self.width(cell) + 2)
+                out += pads[widths[column] - Self.width(cell) + 2]
             }
             out += "\n"
             out.flushIfFull()

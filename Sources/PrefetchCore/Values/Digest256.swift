@@ -6,27 +6,35 @@ struct Digest256: Sendable, Hashable {
 
     /// The digest whose lowercase hex is `hex`; nil unless it is exactly 64 lowercase hex digits.
     init?(hex: String) {
-        var words: [UInt64] = []
-        words.reserveCapacity(4)
-        var word: UInt64 = 0
-        var digits = 0
-        for byte in hex.utf8 {
-            let value: UInt8
-            switch byte {
-            case 48...57: value = byte - 48
-            case 97...102: value = byte - 87
-            default: return nil
+        var hex = hex  // the same storage; `withUTF8` is mutating
+        guard let words = hex.withUTF8({ Self.words(hex: $0) }) else { return nil }
+        self.words = words
+    }
+
+    /// The four words of 64 lowercase hex digits (no array made on the way: a manifest
+    /// has a `sha256` per resource).
+    private static func words(hex: UnsafeBufferPointer<UInt8>) -> (UInt64, UInt64, UInt64, UInt64)? {
+        guard hex.count == 64 else { return nil }
+        var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        for part in 0..<4 {
+            var word: UInt64 = 0
+            for byte in hex[(part * 16)..<(part * 16 + 16)] {
+                let value: UInt8
+                switch byte {
+                case 48...57: value = byte - 48
+                case 97...102: value = byte - 87
+                default: return nil
+                }
+                word = word << 4 | UInt64(value)
             }
-            guard digits < 64 else { return nil }
-            word = word << 4 | UInt64(value)
-            digits += 1
-            if digits % 16 == 0 {
-                words.append(word)
-                word = 0
+            switch part {
+            case 0: words.0 = word
+            case 1: words.1 = word
+            case 2: words.2 = word
+            default: words.3 = word
             }
         }
-        guard digits == 64 else { return nil }
-        self.words = (words[0], words[1], words[2], words[3])
+        return words
     }
 
     static func == (a: Digest256, b: Digest256) -> Bool {
@@ -42,11 +50,12 @@ struct Digest256: Sendable, Hashable {
 
     /// The 64 lowercase hex digits.
     var hex: String {
-        let digits: [UInt8] = Array("0123456789abcdef".utf8)
-        return String(unsafeUninitializedCapacity: 64) { buffer in
-            for (index, word) in [words.0, words.1, words.2, words.3].enumerated() {
+        String(unsafeUninitializedCapacity: 64) { buffer in
+            for index in 0..<4 {
+                let word = index == 0 ? words.0 : index == 1 ? words.1 : index == 2 ? words.2 : words.3
                 for nibble in 0..<16 {
-                    buffer[index * 16 + nibble] = digits[Int((word >> UInt64(60 - 4 * nibble)) & 0xF)]
+                    let value = UInt8(truncatingIfNeeded: word >> UInt64(60 - 4 * nibble)) & 0xF
+                    buffer[index * 16 + nibble] = value < 10 ? 48 + value : 87 + value
                 }
             }
             return 64

@@ -29,7 +29,10 @@ struct StringInterner {
         hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
         let hash = hasher.finalize()
         if let bucket = buckets[hash] {
-            for kept in bucket where kept.utf8.elementsEqual(bytes) { return kept }
+            for kept in bucket {
+                var same = kept  // the same storage; `withUTF8` is mutating
+                if same.withUTF8({ $0.count == bytes.count && $0.elementsEqual(bytes) }) { return kept }
+            }
         }
         let text = make?() ?? String(decoding: bytes, as: UTF8.self)
         buckets[hash, default: []].append(text)

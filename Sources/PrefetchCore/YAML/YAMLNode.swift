@@ -58,7 +58,13 @@ public struct YAMLNode: Sendable {
     /// True for the plain scalars YAML reads as null: empty, `~`, `null`.
     public var isNull: Bool {
         guard tag == nil, !isOverLimit, case .scalar(let text, .plain) = body else { return false }
-        return text.isEmpty || text == "~" || text == "null" || text == "Null" || text == "NULL"
+        // By length first: every value is asked, and few are 0, 1 or 4 bytes long.
+        switch text.utf8.count {
+        case 0: return true
+        case 1: return text == "~"
+        case 4: return text == "null" || text == "Null" || text == "NULL"
+        default: return false
+        }
     }
 
     /// The scalar's text, or nil for a sequence or mapping.
