@@ -25,11 +25,12 @@ final class ResourceDecoder {
 
     static let keys = Field.allCases.map(\.key)
 
-    /// A resource's values by key, as either reader found them.
-    struct Fields {
+    /// A resource's values by key, as either reader found them; each taken out once (moved,
+    /// not copied: a manifest has hundreds of thousands).
+    struct Fields: ~Copyable {
         var nodes: [YAMLNode?]
 
-        subscript(_ field: Field) -> YAMLNode? { nodes[field.rawValue] }
+        mutating func take(_ field: Field) -> YAMLNode? { nodes[field.rawValue].take() }
     }
 
     private let config: Config
@@ -64,7 +65,10 @@ final class ResourceDecoder {
             count += 1
             if count == 1 { firstOffset = offset }
             if count == Self.sample + 1 { reserve(fileSize: fileSize, offset: offset) }
-            decode(Fields(nodes: nodes), at: at)
+            var fields = Fields(nodes: [])
+            swap(&fields.nodes, &nodes)
+            decode(&fields, at: at)
+            swap(&fields.nodes, &nodes)  // the collector's array again, for the next entry
         }
     }
 
@@ -96,14 +100,14 @@ final class ResourceDecoder {
             guard let index = Self.keys.firstIndex(of: entry.name) else { continue }  // `mapping` reported it
             fields.nodes[index] = entry.pair.value
         }
-        decode(fields, at: item.location)
+        decode(&fields, at: item.location)
     }
 
     /// Decodes one entry of `resources` from its values by key; its mapping starts `at`.
-    private func decode(_ fields: Fields, at entry: SourceLocation) {
-        let urlEntry = fields[.url], pathEntry = fields[.path], shaEntry = fields[.sha256], sizeEntry = fields[.size]
-        let maxSizeEntry = fields[.maxSize], notBeforeEntry = fields[.notBefore], expiresEntry = fields[.expires]
-        let priorityEntry = fields[.priority], headersEntry = fields[.headers], encodingEntry = fields[.encoding]
+    private func decode(_ fields: inout Fields, at entry: SourceLocation) {
+        let urlEntry = fields.take(.url), pathEntry = fields.take(.path), shaEntry = fields.take(.sha256), sizeEntry = fields.take(.size)
+        let maxSizeEntry = fields.take(.maxSize), notBeforeEntry = fields.take(.notBefore), expiresEntry = fields.take(.expires)
+        let priorityEntry = fields.take(.priority), headersEntry = fields.take(.headers), encodingEntry = fields.take(.encoding)
         guard let urlNode = urlEntry else {
             reader.error("a resource needs a 'url'", at: entry)
             return

@@ -229,9 +229,6 @@ public struct PlanRenderer {
         for (index, cell) in cells.enumerated() {
             widths[index % columns] = max(widths[index % columns], Self.width(cell))
         }
-        // Each run of spaces a cell may need, made once (cutting one long run to length
-        // walked its characters for every cell).
-        let pads = (0...((widths.max() ?? 0) + 2)).map { String(repeating: " ", count: $0) }
         for row in 0..<(cells.count / columns) {
             out += "  "
             for column in 0..<columns {
@@ -245,7 +242,7 @@ public struct PlanRenderer {
                 } else {
                     out += cell
                 }
-                out += pads[widths[column] - Self.width(cell) + 2]
+                out.pad(widths[column] - Self.width(cell) + 2)
             }
             out += "\n"
             out.flushIfFull()
@@ -317,10 +314,12 @@ public struct PlanRenderer {
 }
 
 /// Text collected in a buffer and handed to a sink about every 64 KiB, so large plans
-/// stream out instead of building one huge string.
+/// stream out instead of building one huge string. The buffer is bytes: appending a
+/// string's UTF-8 is a copy, where appending to a `String` went through its generic
+/// text-stream path (a plan appends a dozen pieces per row).
 struct ChunkedOutput {
     let sink: (String) -> Void
-    private var buffer = ""
+    private var buffer: [UInt8] = []
     private static let chunk = 1 << 16
 
     init(sink: @escaping (String) -> Void) {
@@ -329,20 +328,26 @@ struct ChunkedOutput {
     }
 
     static func += (output: inout ChunkedOutput, text: String) {
-        output.buffer += text
+        var text = text  // the same storage; `withUTF8` is mutating
+        text.withUTF8 { output.buffer.append(contentsOf: $0) }
     }
 
     static func += (output: inout ChunkedOutput, text: Substring) {
-        output.buffer += text
+        output += String(text)
+    }
+
+    /// `count` spaces.
+    mutating func pad(_ count: Int) {
+        buffer.append(contentsOf: repeatElement(0x20, count: count))
     }
 
     mutating func flushIfFull() {
-        if buffer.utf8.count >= Self.chunk { flush() }
+        if buffer.count >= Self.chunk { flush() }
     }
 
     mutating func flush() {
         guard !buffer.isEmpty else { return }
-        sink(buffer)
+        sink(String(decoding: buffer, as: UTF8.self))
         buffer.removeAll(keepingCapacity: true)
     }
 }

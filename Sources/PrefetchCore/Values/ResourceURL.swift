@@ -156,14 +156,11 @@ public struct ResourceURL: Sendable, Hashable, CustomStringConvertible {
     /// port if any. Nil for anything else, which `parse` reads the long way (and reports);
     /// what it returns is what the long way returns.
     private static func plain(_ u: UnsafeBufferPointer<UInt8>, text: String, hosts: inout StringInterner?) -> ResourceURL? {
-        let isHTTPS: Bool
-        if u.starts(with: "https://".utf8) {
-            isHTTPS = true
-        } else if u.starts(with: "http://".utf8) {
-            isHTTPS = false
-        } else {
-            return nil
-        }
+        // "http" then "s://" or "://", in lowercase.
+        guard u.count > 8, u[0] == 0x68, u[1] == 0x74, u[2] == 0x74, u[3] == 0x70 else { return nil }
+        let isHTTPS = u[4] == 0x73
+        let colon = isHTTPS ? 5 : 4
+        guard u[colon] == 0x3A, u[colon + 1] == 0x2F, u[colon + 2] == 0x2F else { return nil }
         for byte in u where byte <= 0x20 || byte >= 0x7F { return nil }
         let authorityStart = isHTTPS ? 8 : 7
         var authorityEnd = authorityStart

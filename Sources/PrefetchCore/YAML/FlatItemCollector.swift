@@ -3,7 +3,8 @@ internal import CYAML
 /// Reads each item of a streamed list straight from libyaml's events, with no tree built
 /// for it: an item that is a mapping of known keys (`keys`, matched on their bytes) to
 /// scalars or to flat lists and mappings of scalars becomes one node per key (`fields`, by
-/// the key's index in `keys`; nil when the key is not there), handed to `handler`. A
+/// the key's index in `keys`; nil when the key is not there), handed to `handler`, which may
+/// take them out. A
 /// manifest's 100,000 resources then cost no mapping, no entry array and no key string each.
 ///
 /// For clean files only (`YAMLParser.parseFile`): anything else in an item — an unknown or
@@ -26,11 +27,13 @@ final class FlatItemCollector {
     private let keys: [[UInt8]]
     private let limits: ScalarLimits
     /// Called with each item's fields, where its mapping starts, and the byte offset there.
-    private let handler: (_ fields: [YAMLNode?], _ at: SourceLocation, _ offset: Int) -> Void
+    private let handler: (_ fields: inout [YAMLNode?], _ at: SourceLocation, _ offset: Int) -> Void
 
     /// The rules of `limits` each key's value matches, found once (nil until the first item).
     private var keyRules: [UInt64]?
     private var fields: [YAMLNode?]
+    /// The keys the item has so far, a bit each (at most 64 keys).
+    private var given: UInt64 = 0
     /// 0 between items, 1 inside an item's mapping, 2 inside the collection a key holds.
     private var depth = 0
     /// The key whose value comes next; nil when a key comes next.
@@ -45,7 +48,8 @@ final class FlatItemCollector {
     private var childPairs: [(key: YAMLNode, value: YAMLNode)] = []
     private var childKey: YAMLNode?
 
-    init(keys: [String], limits: ScalarLimits, handler: @escaping (_ fields: [YAMLNode?], _ at: SourceLocation, _ offset: Int) -> Void) {
+    init(keys: [String], limits: ScalarLimits, handler: @escaping (_ fields: inout [YAMLNode?], _ at: SourceLocation, _ offset: Int) -> Void) {
+        precondition(keys.count <= 64, "a key's bit in `given`")
         self.keys = keys.map { Array($0.utf8) }
         self.limits = limits
         self.handler = handler
@@ -70,8 +74,11 @@ final class FlatItemCollector {
             return .more
         case YAML_MAPPING_END_EVENT where depth == 1:
             depth = 0
-            handler(fields, itemAt, itemOffset)
-            for index in fields.indices { fields[index] = nil }
+            handler(&fields, itemAt, itemOffset)  // it may take the nodes (`Optional.take`): no copy each
+            while given != 0 {
+                fields[given.trailingZeroBitCount] = nil
+                given &= given - 1
+            }
             return .done(weight: weight)
         case YAML_SCALAR_EVENT where depth == 1:
             let scalar = event.data.scalar
@@ -81,7 +88,8 @@ final class FlatItemCollector {
                 // A key: one of `keys`, once.
                 guard limits.key.problem(scalar.length) == nil,
                       let found = find(UnsafeBufferPointer(start: scalar.value, count: scalar.length)),
-                      fields[found] == nil else { return .refused }
+                      given & (1 << found) == 0 else { return .refused }
+                given |= 1 << found
                 key = found
                 return .more
             }
