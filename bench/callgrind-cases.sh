@@ -4,22 +4,13 @@
 # valgrind 3.19 cannot read the release binary's DWARF 5: pass a copy made with `strip --strip-debug`.
 # Reuses bench/out/transfer/www (run bench/transfer.sh once first). A report, not a test.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-WWW=bench/out/transfer/www
-export PATH="$PATH:/usr/sbin:/sbin"
+BENCH=$(cd "$(dirname "$0")" && pwd)
+. "$BENCH/lib.sh"
+cd "$ROOT"
 bin=$1; case=$2; out=${3:-}
-port=8990
-while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
 work=$(mktemp -d /dev/shm/small-cg.XXXXXX)
-scripts/demo-origin start "$WWW" "$port" "$work/origin" >/dev/null
-trap 'scripts/demo-origin stop "$work/origin" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-url="http://127.0.0.1:$port"
-mkdir -p "$work/feeds"
-{
-    printf 'name: small\nrefresh: 1h\nlimits: { concurrency: 16 }\nresources:\n'
-    find "$WWW/small" -maxdepth 1 -name 'f*.bin' -printf '%f\n' | sort | awk -v url="$url" '{ printf "  - url: %s/small/%s\n    path: %s\n", url, $1, $1 }'
-} >"$work/feeds/small.yaml"
-printf 'concurrency: 16\nper_host: 16\n' >"$work/config.yaml"
+cleanup() { small_feed_stop "$work"; rm -rf "$work"; }
+small_feed "$work"
 export PREFETCH_MACHINE_ID=bench-transfer
 run() { "$@" run --feeds "$work/feeds" --cache "$work/b" --config "$work/config.yaml" --quiet >/dev/null 2>"$work/vg.err"; }
 off=

@@ -10,24 +10,14 @@
 #
 # Reuses bench/out/transfer/www (run bench/transfer.sh once first). About 8 s per binary.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-WWW=bench/out/transfer/www
-export PATH="$PATH:/usr/sbin:/sbin"
-[ -d "$WWW/small" ] || { echo "bench/callgrind.sh: no $WWW/small: run bench/transfer.sh once first" >&2; exit 1; }
+BENCH=$(cd "$(dirname "$0")" && pwd)
+. "$BENCH/lib.sh"
+cd "$ROOT"
 [ -n "${BINS:-}" ] || { echo "bench/callgrind.sh: set BINS to the binaries to count" >&2; exit 2; }
 command -v valgrind >/dev/null && command -v nginx >/dev/null || scripts/setup valgrind nginx-light
-port=8990
-while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
 work=$(mktemp -d /dev/shm/prefetch-callgrind.XXXXXX)
-scripts/demo-origin start "$WWW" "$port" "$work/origin" >/dev/null
-trap 'scripts/demo-origin stop "$work/origin" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-url="http://127.0.0.1:$port"
-mkdir -p "$work/feeds"
-{
-    printf 'name: small\nrefresh: 1h\nlimits: { concurrency: 16 }\nresources:\n'
-    find "$WWW/small" -maxdepth 1 -name 'f*.bin' -printf '%f\n' | sort | awk -v url="$url" '{ printf "  - url: %s/small/%s\n    path: %s\n", url, $1, $1 }'
-} >"$work/feeds/small.yaml"
-printf 'concurrency: 16\nper_host: 16\n' >"$work/config.yaml"
+cleanup() { small_feed_stop "$work"; rm -rf "$work"; }
+small_feed "$work"
 echo "instructions for (b), threads: ${T:-auto}"
 for bin in $BINS; do
     rm -rf "$work/b"

@@ -3,6 +3,10 @@
 #                        appended to KEY's samples; M_EXIT is its exit status
 #   result KEY VALUE     one figure for bench/run's table, in $RESULTS (KEY VALUE a line)
 #   median / maximum     of numbers on stdin
+#   small_feed WORK      transfer.sh's (b): a loopback nginx over bench/out/transfer/www on a
+#                        free port, WORK/feeds/small.yaml (its 2,000 files) and WORK/config.yaml;
+#                        sets SMALL_URL; stop it with `small_feed_stop WORK` (callgrind.sh,
+#                        callgrind-cases.sh, small-rounds.sh)
 # Wall time is `date +%s%N` around the whole process; a median of alternating rounds is
 # what the reports give.
 BENCH=${BENCH:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
@@ -123,3 +127,20 @@ served_feed() {
         for (i = 0; i < n; i++) { p = sprintf("d%03d/f%07d.bin", i % 1000, i); printf "  - url: %s/r/%s\n    path: %s\n", url, p, p }
     }' >"$3"
 }
+
+# The (b) feed of transfer.sh over its generated files (run bench/transfer.sh once first).
+small_feed() {
+    local work=$1 www=$ROOT/bench/out/transfer/www
+    [ -d "$www/small" ] || die "no $www/small: run bench/transfer.sh once first"
+    mkdir -p "$work/feeds"
+    local port; port=$(free_port 8990)
+    "$ROOT/scripts/demo-origin" start "$www" "$port" "$work/origin" >/dev/null
+    SMALL_URL="http://127.0.0.1:$port"
+    {
+        printf 'name: small\nrefresh: 1h\nlimits: { concurrency: 16 }\nresources:\n'
+        find "$www/small" -maxdepth 1 -name 'f*.bin' -printf '%f\n' | sort |
+            awk -v url="$SMALL_URL" '{ printf "  - url: %s/small/%s\n    path: %s\n", url, $1, $1 }'
+    } >"$work/feeds/small.yaml"
+    printf 'concurrency: 16\nper_host: 16\n' >"$work/config.yaml"
+}
+small_feed_stop() { "$ROOT/scripts/demo-origin" stop "$1/origin" >/dev/null 2>&1 || true; }

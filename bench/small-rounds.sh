@@ -3,22 +3,15 @@
 # for each prefetch binary, plus curl --parallel (b) and wget2 --max-threads=16 (b) and wget2 -N (c). Prints median wall and CPU (user+sys).
 # Reuses bench/out/transfer/www (run bench/transfer.sh once first); needs curl, wget2, nginx. A report, not a test.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-WWW=$PWD/bench/out/transfer/www
-export PATH="$PATH:/usr/sbin:/sbin"
+BENCH=$(cd "$(dirname "$0")" && pwd)
+. "$BENCH/lib.sh"
+cd "$ROOT"
+WWW=$ROOT/bench/out/transfer/www
 rounds=$1; shift
-port=8970
-while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
 work=$(mktemp -d /dev/shm/small-rounds.XXXXXX)
-scripts/demo-origin start "$WWW" "$port" "$work/origin" >/dev/null
-trap 'scripts/demo-origin stop "$work/origin" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-url="http://127.0.0.1:$port"
-mkdir -p "$work/feeds"
-{
-    printf 'name: small\nrefresh: 1h\nlimits: { concurrency: 16 }\nresources:\n'
-    for i in $(seq 1 2000); do n=$(printf 'f%05d.bin' $i); printf '  - url: %s/small/%s\n    path: %s\n' "$url" "$n" "$n"; done
-} >"$work/feeds/small.yaml"
-printf 'concurrency: 16\nper_host: 16\n' >"$work/config.yaml"
+cleanup() { small_feed_stop "$work"; rm -rf "$work"; }
+small_feed "$work"
+url=$SMALL_URL
 for i in $(seq 1 2000); do printf '%s/small/f%05d.bin\n' "$url" $i; done >"$work/list.txt"
 sed 's/.*/url = "&"/' "$work/list.txt" >"$work/curl.cfg"
 export PREFETCH_MACHINE_ID=bench-transfer

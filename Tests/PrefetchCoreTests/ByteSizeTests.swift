@@ -90,45 +90,42 @@ import Testing
         #expect(ByteSize(bytes: c.bytes).description == c.text)
     }
 
-    /// Two different figures never read alike (`free space 1GiB < 1GiB` said nothing), and
-    /// each reads as close to its value as the other lets it.
-    /// `format` as it was written with Foundation's `String(format:)`: the reference its
-    /// digits are checked against.
-    static func formatReference(_ bytes: UInt64, decimals: Int) -> String {
-        let steps: [(String, Double)] = [("TiB", 1_099_511_627_776), ("GiB", 1_073_741_824), ("MiB", 1_048_576), ("KiB", 1024)]
-        let scale = Double((0..<decimals).reduce(1) { value, _ in value * 10 })
-        for (index, (unit, size)) in steps.enumerated() where Double(bytes) >= size {
-            let rounded = (Double(bytes) / size * scale).rounded() / scale
-            if rounded >= 1024, index > 0 { return "1\(steps[index - 1].0)" }
-            if rounded == rounded.rounded() { return "\(Int(rounded))\(unit)" }
-            var text = String(format: "%.\(decimals)f", rounded)
-            while text.hasSuffix("0") { text.removeLast() }
-            return text + unit
+    /// The form `format` had with `String(format: "%.Nf")` (the reference: printf's digits,
+    /// trailing zeros dropped), against the arithmetic that replaced it: every decimal count,
+    /// each unit's boundaries, and seeded random sizes of every magnitude
+    /// (`PREFETCH_BYTESIZE_SEED` replays one).
+    @Test func formatsAsPrintfWould() {
+        func reference(_ bytes: UInt64, _ decimals: Int) -> String {
+            let steps: [(String, Double)] = [("TiB", 1_099_511_627_776), ("GiB", 1_073_741_824), ("MiB", 1_048_576), ("KiB", 1024)]
+            let scale = Double((0..<decimals).reduce(1) { value, _ in value * 10 })
+            for (index, (unit, size)) in steps.enumerated() where Double(bytes) >= size {
+                let rounded = (Double(bytes) / size * scale).rounded() / scale
+                if rounded >= 1024, index > 0 { return "1\(steps[index - 1].0)" }
+                if rounded == rounded.rounded() { return "\(Int(rounded))\(unit)" }
+                var text = String(format: "%.\(decimals)f", rounded)
+                while text.hasSuffix("0") { text.removeLast() }
+                return text + unit
+            }
+            return "\(bytes)B"
         }
-        return "\(bytes)B"
-    }
-
-    /// Every figure reads as Foundation's formatter printed it, for 1 to 3 decimals: on
-    /// seeded random sizes of every magnitude, and on each unit's edges.
-    /// `PREFETCH_FORMAT_SEED` replays a seed.
-    @Test func formatAgreesWithTheFormatter() {
-        let seed = ProcessInfo.processInfo.environment["PREFETCH_FORMAT_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64(UInt32.max))
-        print("ByteSizeTests: PREFETCH_FORMAT_SEED=\(seed)")
+        let seed = ProcessInfo.processInfo.environment["PREFETCH_BYTESIZE_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64.max)
         var random = SplitMix64(seed: seed)
         var sizes: [UInt64] = []
-        for shift in stride(from: 0, through: 50, by: 10) {
+        for shift in stride(from: 10, through: 50, by: 10) {
             let unit = UInt64(1) << UInt64(shift)
-            sizes += [unit - 1, unit, unit + 1, unit * 1023, unit * 1024 - 1, unit * 1024 - unit / 2000]
+            sizes += [unit - 1, unit, unit + 1, unit * 1023, unit * 1024 - 1, unit + unit / 20, unit + unit / 20 - 1, unit * 3 / 2]
         }
         for _ in 0..<20_000 { sizes.append(random.next() >> (random.next() % 64)) }
         for bytes in sizes {
             for decimals in 1...3 {
-                #expect(ByteSize.format(bytes, decimals: decimals) == Self.formatReference(bytes, decimals: decimals),
-                        "seed \(seed): \(bytes) bytes, \(decimals) decimals")
+                #expect(ByteSize.format(bytes, decimals: decimals) == reference(bytes, decimals),
+                        "PREFETCH_BYTESIZE_SEED=\(seed): \(bytes) bytes, \(decimals) decimals")
             }
         }
     }
 
+    /// Two different figures never read alike (`free space 1GiB < 1GiB` said nothing), and
+    /// each reads as close to its value as the other lets it.
     @Test func differentFiguresReadDifferently() {
         #expect(ByteSize.formatApart(1034 << 20, 1044 << 20) == ("1.01GiB", "1.02GiB"))
         #expect(ByteSize.formatApart(424 << 20, 600 << 20) == ("424MiB", "600MiB"))

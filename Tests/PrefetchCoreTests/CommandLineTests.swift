@@ -51,6 +51,16 @@ import TestSupport
         try Self.expectGolden(HelpText.overview, "overview")
     }
 
+    /// `prefetch help` lists every config key with what it does, its type and default.
+    @Test func overviewListsEveryConfigKey() {
+        let overview = HelpText.overview
+        for key in ConfigKey.all {
+            #expect(overview.contains("\n  \(key.name) ") && overview.contains(key.summary)
+                        && overview.contains("\(key.form); default \(key.defaultValue)."), "help lacks \(key.name)")
+        }
+        #expect(ConfigLoader.keys == ConfigKey.names)
+    }
+
     @Test(arguments: Commands.all.map(\.name))
     func commandHelp(_ name: String) throws {
         try Self.expectGolden(HelpText.page(for: Commands.named(name)!), name)

@@ -1,4 +1,5 @@
 import Foundation
+import PrefetchCore
 import Testing
 import TestSupport
 
@@ -131,6 +132,32 @@ import TestSupport
             #expect(synopsis.contains(usage + "\n"), "docs/commands.md's synopsis lacks `\(usage)`")
             let section = document.blocks(under: "`\(command)`").first?.text
             #expect(section == usage + "\n", "docs/commands.md, `\(command)`: its usage block is not `\(usage)`")
+        }
+    }
+
+    /// docs/configuration.md's key table is the one `help` and the man page print
+    /// (`ConfigKey.all`, from which the loader takes its keys): the same keys in the same
+    /// order, each with the same type and default.
+    @Test func theConfigKeyTableIsTheLoaders() throws {
+        let document = try MarkdownDocument("docs/configuration.md")
+        let plain = { (cell: String) in cell.replacingOccurrences(of: "`", with: "") }
+        let rows = document.tableRows(under: "The config file").filter { $0.first?.hasPrefix("`") == true }
+        #expect(rows.map { plain($0[0]) } == ConfigKey.names)
+        for row in rows {
+            guard let key = ConfigKey.all.first(where: { $0.name == plain(row[0]) }), row.count >= 3 else { continue }
+            #expect(plain(row[1]) == key.form, "docs/configuration.md, \(key.name): type '\(plain(row[1]))', help says '\(key.form)'")
+            #expect(plain(row[2]) == key.defaultValue,
+                    "docs/configuration.md, \(key.name): default '\(plain(row[2]))', help says '\(key.defaultValue)'")
+        }
+    }
+
+    /// etc/config.example.yaml, which docs/configuration.md says "lists every key with its
+    /// default", does: each key set (`key: …`) or shown commented out (`# key: …`).
+    @Test func theExampleConfigListsEveryKey() throws {
+        let text = try String(contentsOf: Self.root.appendingPathComponent("etc/config.example.yaml"), encoding: .utf8)
+        let lines = text.split(separator: "\n").map { $0.hasPrefix("# ") ? $0.dropFirst(2) : $0[...] }
+        for key in ConfigKey.names {
+            #expect(lines.contains { $0.hasPrefix(key + ":") }, "etc/config.example.yaml does not list \(key)")
         }
     }
 

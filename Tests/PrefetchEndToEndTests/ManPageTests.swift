@@ -30,7 +30,7 @@ import TestSupport
     /// The lines of section `name` (from its heading to the next one).
     static func section(_ name: String, of lines: [String]) throws -> [String] {
         let start = try #require(lines.firstIndex(of: name), "no section \(name)")
-        let headings = ["NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "OPTIONS", "ENVIRONMENT", "FILES", "EXIT STATUS", "SEE ALSO"]
+        let headings = ["NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "OPTIONS", "CONFIGURATION", "ENVIRONMENT", "FILES", "EXIT STATUS", "SEE ALSO"]
         let end = lines[(start + 1)...].firstIndex { headings.contains($0) } ?? lines.count
         return Array(lines[(start + 1)..<end])
     }
@@ -83,6 +83,12 @@ import TestSupport
         let options = try Self.section("OPTIONS", of: lines).joined(separator: "\n")
         for option in Commands.programOptions + Commands.all.flatMap(\.options) {
             #expect(options.contains(option.synopsis), "OPTIONS lacks \(option.synopsis)")
+        }
+        // Every config key (issue 21: the new ones among them), with its default.
+        let configuration = try Self.section("CONFIGURATION", of: lines).joined(separator: "\n")
+        for key in ConfigKey.all {
+            #expect(configuration.contains(key.name) && configuration.contains(key.summary)
+                        && configuration.contains("default: \(key.defaultValue)."), "CONFIGURATION lacks \(key.name)")
         }
         let environment = try Self.section("ENVIRONMENT", of: lines).joined(separator: "\n")
         for variable in Commands.all.flatMap(\.environment) {

@@ -15,6 +15,8 @@ public enum HelpText {
         out += "  " + pad("help", width) + "  Show help for prefetch or one of its commands.\n"
         out += "\nOPTIONS:\n"
         out += table(Commands.programOptions.map { ($0.synopsis, $0.help) } + [("-h, --help", "Show help.")])
+        out += "\nCONFIGURATION (\(Config.defaultPath), or --config FILE; every key optional):\n"
+        out += table(ConfigKey.all.map { ($0.name, $0.summary + "\n" + $0.form + "; default " + $0.defaultValue + ".") })
         out += "\nSee 'prefetch help <command>' for a command's options.\n"
         out += "The manual: " + manualFolder + ".\n"
         out += "commands.md has every command, manifests.md every manifest key, configuration.md every config key.\n"

@@ -41,6 +41,7 @@ public enum ManPage {
         for option in Commands.programOptions { out += item(option) }
         out += ".TP\n.BR \\-h \", \" \\-\\-help\nShow help (for a command: its page).\n"
         out += optionIndex()
+        out += ".SH CONFIGURATION\n" + configurationIndex()
         out += ".SH ENVIRONMENT\n" + environmentIndex()
         out += """
             .TP
@@ -175,6 +176,16 @@ public enum ManPage {
             for (command, option) in takers where option.help != first.help {
                 out += ".br\n\\fB\(command)\\fR: " + text(option.help) + "\n"
             }
+        }
+        return out
+    }
+
+    /// The config keys, from `ConfigKey.all`: name, kind of value, default, what it does.
+    private static func configurationIndex() -> String {
+        var out = "The keys of\n.IR \(escape(Config.defaultPath)) ;\nevery one is optional.\n"
+        for key in ConfigKey.all {
+            out += ".TP\n.B \(escape(key.name))\n"
+            out += text(key.summary + " " + key.form.prefix(1).uppercased() + key.form.dropFirst() + "; default: " + key.defaultValue + ".") + "\n"
         }
         return out
     }

@@ -61,11 +61,8 @@ public struct Config: Sendable {
 
 /// Loads and checks a configuration file with the same strictness as feeds.
 public enum ConfigLoader {
-    /// The keys a configuration may have.
-    public static let keys = ["feeds", "cache", "max_size", "ca_file", "metered_default", "machine_id",
-                              "concurrency", "per_host", "connect_timeout", "stall_timeout", "max_redirects",
-                              "verify_every", "removed_feed_grace", "starved_after", "proxy", "no_proxy", "metrics_file",
-                              "response_timeout", "max_manifest_size", "feed_sources", "client_cert", "client_key"]
+    /// The keys a configuration may have (`ConfigKey.all` says what each is).
+    public static let keys = ConfigKey.names
 
     /// Where the config's scalars have limits of their own (SPEC §8's `feed_sources` URLs
     /// among them).

@@ -140,6 +140,12 @@ final class RunReporter {
             lastProgress.removeAll { $0.key == k }
         case .started, .progress, .stateError, .held: break
         }
+        if quiet {  // `--quiet` keeps the error lines only: the others are not even made
+            switch event {
+            case .placed, .fresh, .paused, .retrying, .heldWithOrigin: return
+            case .started, .progress, .failed, .stateError, .held: break
+            }
+        }
         switch event {
         case .progress(let transfers):
             lastProgress = transfers

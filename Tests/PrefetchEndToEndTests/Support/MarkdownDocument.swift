@@ -131,6 +131,20 @@ struct MarkdownDocument {
         return blocks.filter { $0.line > headings[start].line && $0.line < end }
     }
 
+    /// The rows of the tables between a heading and the next of the same or a higher level,
+    /// each as its cells (trimmed, `\|` read as `|`), header and separator rows included.
+    func tableRows(under heading: String) -> [[String]] {
+        guard let start = headings.firstIndex(where: { $0.text == heading }) else { return [] }
+        let level = headings[start].level
+        let end = headings[(start + 1)...].first { $0.level <= level }?.line ?? lines.count + 1
+        return lines[headings[start].line..<(end - 1)].filter { $0.hasPrefix("|") }.map { line in
+            let cells = line.replacingOccurrences(of: "\\|", with: "\u{0}").split(separator: "|", omittingEmptySubsequences: false)
+            return cells.dropFirst().dropLast().map {
+                $0.replacingOccurrences(of: "\u{0}", with: "|").trimmingCharacters(in: .whitespaces)
+            }
+        }
+    }
+
     /// The first block after the first line that contains `marker`.
     func block(after marker: String) -> Block? {
         guard let line = lines.firstIndex(where: { $0.contains(marker) }) else { return nil }
