@@ -90,10 +90,10 @@ public enum TimeFormat {
         /// offset and the UTC part.
         static let capacity = 96
 
-        static func string(_ write: (inout TextWriter) -> Void) -> String {
+        static func string(_ fill: (inout TextWriter) -> Void) -> String {
             String(unsafeUninitializedCapacity: capacity) { buffer in
                 var writer = TextWriter(buffer: buffer)
-                write(&writer)
+                fill(&writer)
                 return writer.count
             }
         }
