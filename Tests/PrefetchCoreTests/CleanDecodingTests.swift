@@ -6,7 +6,7 @@ import Testing
 /// straight from libyaml's events by `FlatItemCollector`, no node tree) against the one
 /// every message comes from (`FeedDecoder.decode` of the bytes, through the tree): on seeded
 /// random manifests made of clean entries and of every kind of trap (unknown, repeated and
-/// quoted keys, anchors, aliases, tags, nulls, lists and mappings where values go, values
+/// quoted keys, anchors, aliases, tags, nulls, lists and mappings where values go, mirrors, values
 /// over their limits, flow entries, bad values), the short way gives the same feed as the
 /// tree whenever it gives one, gives one for every entry-wise clean file, and `FeedLoader`
 /// reports exactly what the tree reports. `PREFETCH_CLEAN_SEED` replays a seed.
@@ -22,6 +22,7 @@ import Testing
         "not_before: 2026-01-02T03:04:05Z", "expires: 2027-03-01", "expires: 2027-01-01T00:00:00+01:00",
         "priority: high", "priority: low", "encoding: keep", "encoding: decode",
         "headers: { Authorization: \"Bearer ${TOKEN}\" }", "headers:\n      X-Api-Key: k{n}\n      Accept-Language: de",
+        "mirrors: [https://m1.example/v/{n}.mp4, \"https://m2.example:8443/v/{n}.mp4?t=1\"]", "mirrors:\n      - https://m3.example/{n}.bin",
     ]
     static let traps = [
         "pathh: x", "\"path\": quoted/{n}.bin", "path: &p anchored/{n}.bin", "size: !!str 12", "path:", "path: ~",
@@ -30,6 +31,8 @@ import Testing
         "path: ../up", "path: /abs/{n}", "path: dup.bin", "expires: 2020-01-01T00:00:00Z\n    not_before: 2021-01-01T00:00:00Z",
         "url: https://twice.example/{n}", "path: " + String(repeating: "p", count: 300),
         "headers: { X-Long: " + String(repeating: "v", count: 9000) + " }", "max_size: 0", "size: 5GiB\n    max_size: 1GiB",
+        "mirrors: [https://cdn.example.com/v/{n}.mp4]", "mirrors: https://m.example/{n}", "mirrors: [ftp://m.example/{n}]",
+        "mirrors: [[https://m.example/{n}]]", "mirrors: [https://" + String(repeating: "m", count: 9000) + "/{n}]",
     ]
     static let urls = [
         "url: https://cdn.example.com/v/{n}.mp4", "url: \"https://Cdn.Example.com:8443/x/{n}.bin?sig=1\"",
@@ -69,7 +72,8 @@ import Testing
             out += "\(r.url.text) \(r.url.host) \(r.url.port) \(r.url.path) \(r.url.query ?? "-") | \(r.path) | \(r.sha256 ?? "-") "
                 + "\(r.size.map(String.init) ?? "-") \(r.maxSize.map(String.init) ?? "-") \(r.notBefore.map(String.init(describing:)) ?? "-") "
                 + "\(r.expires.map(String.init(describing:)) ?? "-") \(r.priority) \(r.encoding) \(r.location) "
-                + r.headers.map { "\($0.name)=\($0.value)" }.joined(separator: ",") + "\n"
+                + r.headers.map { "\($0.name)=\($0.value)" }.joined(separator: ",") + " "
+                + (r.mirrors ?? []).map { "\($0.text) \($0.host) \($0.port)" }.joined(separator: ",") + "\n"
         }
         return out
     }

@@ -47,6 +47,20 @@ import Testing
                                         "c.yaml:2:16: error: starved_after must be from 1 to 100000, found 0"])
     }
 
+    /// SPEC §8's `max_cache_size`: a size above 0, checked like the others; no cap by default.
+    @Test func maxCacheSize() {
+        #expect(Config().maxCacheSize == nil)
+        let (config, diagnostics) = ConfigLoader.decode(Array("max_cache_size: 20GiB\n".utf8), file: "c.yaml")
+        #expect(diagnostics.isEmpty && config.maxCacheSize?.bytes == 20 << 30, "\(diagnostics.map(\.headline))")
+        let (zero, bad) = ConfigLoader.decode(Array("max_cache_size: 0\n".utf8), file: "c.yaml")
+        #expect(bad.map(\.headline) == ["c.yaml:1:17: error: max_cache_size must be more than 0"] && zero.maxCacheSize == nil)
+        let (_, unit) = ConfigLoader.decode(Array("max_cache_size: 1.5GiB\n".utf8), file: "c.yaml")
+        #expect(unit.map(\.headline) == ["c.yaml:1:18: error: sizes are whole numbers; use a smaller unit (1536MiB, not 1.5GiB)"],
+                "\(unit.map(\.headline))")
+        let (_, typo) = ConfigLoader.decode(Array("max_cache_sise: 1GiB\n".utf8), file: "c.yaml")
+        #expect(typo.first?.headline.contains("did you mean 'max_cache_size'") == true, "\(typo.map(\.headline))")
+    }
+
     @Test func errorsLikeFeeds() {
         let yaml = "feed: x\nper_host: 0\nca_file: /nonexistent/ca.pem\nstall_timeout: 0s\n"
         let (_, diagnostics) = ConfigLoader.decode(Array(yaml.utf8), file: "c.yaml")

@@ -26,10 +26,11 @@ enum PlanCommand {
         let feeds = set.all
         let state = context.readState(cache: config.cache, feeds: feeds)
         let cache = CacheFolder.openExisting(config.cache)  // reads only: creates nothing
-        let input = PlanInput(feeds: feeds, state: state, cached: CacheListing.present(feeds, in: cache),
+        var input = PlanInput(feeds: feeds, state: state, cached: CacheListing.present(feeds, in: cache),
                               conditions: settings.assumptions.snapshot(ConditionProbes(environment: settings.environment), config: config, cache: config.cache),
                               now: settings.now(), machineID: settings.machineID,
                               partialFiles: CacheListing.partialFiles(state, in: cache), bootID: settings.bootID)
+        input.measureCache(config.maxCacheSize, in: cache)
         let plan = Planner.plan(input)
         if flags.contains("--timeline") {
             let byName = Dictionary(feeds.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })

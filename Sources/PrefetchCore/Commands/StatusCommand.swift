@@ -1,3 +1,5 @@
+import Foundation
+
 /// `prefetch status`: what is cached per feed, partial transfers, the next wake-up. Reads only.
 enum StatusCommand {
     static func run(_ context: CommandContext) -> ExitCode {
@@ -15,9 +17,12 @@ enum StatusCommand {
         let cache = CacheFolder.openExisting(config.cache)  // reads only: creates nothing
         let cached = CacheListing.present(feeds, in: cache)
         let partialFiles = CacheListing.partialFiles(snapshot, in: cache)
+        // What the cached files take (SPEC §8), shown with or without a cap.
+        let usage = CacheUsage.measure(cache, feeds: feeds, recorded: snapshot.feeds.keys)
         let plan = Planner.plan(PlanInput(feeds: feeds, state: snapshot, cached: cached,
                                           conditions: ConditionProbes(environment: settings.environment).snapshot(config: config, cache: config.cache), now: now,
-                                          machineID: settings.machineID, partialFiles: partialFiles, bootID: settings.bootID))
+                                          machineID: settings.machineID, partialFiles: partialFiles, bootID: settings.bootID,
+                                          maxCacheSize: config.maxCacheSize?.bytes, cacheUsage: usage))
         let json = context.arguments.flags.contains("--json")
         var out = ""
         for (feed, feedPlan) in zip(feeds, plan.feeds) {
@@ -100,6 +105,16 @@ enum StatusCommand {
                 out += "  partial: \(path) resumes from \(ByteSize.format(from))\(progress), \(ByteSize.format(point.bytesOnDisk)) on disk\n"
             }
             out += "  next wake-up: " + (nextWakeup.map { $0 <= now ? "now (work is due)" : TimeFormat.local($0, clock: clock) } ?? "none") + "\n"
+        }
+        // The cache's use against max_cache_size (SPEC §8).
+        if json {
+            var line = JSONObject()
+            line.add("type", "cache")
+            line.add("max_cache_size", config.maxCacheSize?.bytes)
+            line.add("used", usage.used)
+            out += line.line + "\n"
+        } else if let cap = config.maxCacheSize {
+            out += "cache: \(ByteSize.format(usage.used)) used of max_cache_size \(ByteSize.format(cap.bytes))\n"
         }
         // Held origins (SPEC §6), after the feeds.
         let local = ZoneClock(TimeZone.current)

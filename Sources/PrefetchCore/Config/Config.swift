@@ -48,6 +48,8 @@ public struct Config: Sendable {
     /// The client certificate presented to every origin that asks for one (SPEC §8,
     /// `client_cert` and `client_key`); nil: none.
     public var clientCertificate: ClientCertificate?
+    /// The most bytes the cached files may take (SPEC §8, `max_cache_size`); nil: no cap.
+    public var maxCacheSize: ByteSize?
 
     /// The path of the default configuration file.
     public static let defaultPath = "/etc/prefetch/config.yaml"
@@ -169,6 +171,9 @@ public enum ConfigLoader {
                 reader.error("max_manifest_size must be from \(ByteSize(bytes: range.lowerBound)) to \(ByteSize(bytes: range.upperBound)), found \(node.scalar ?? "\(size)")",
                              at: node.location)
             }
+        }
+        if let node = entries["max_cache_size"]?.value, let size = reader.value(node, what: "max_cache_size", ByteSize.parse) {
+            if size.bytes == 0 { reader.error("max_cache_size must be more than 0", at: node.location) } else { config.maxCacheSize = size }
         }
         if let node = entries["feed_sources"]?.value, !node.isNull {
             config.feedSources = FeedSourceDecoder.decode(node, reader: &reader, absolute: absolute)

@@ -44,6 +44,7 @@ public struct ConfigKey: Sendable {
               "Manifests fetched from a central place: url, refresh, public_key, public_keys, signature, headers, name, client_cert, client_key."),
         .init("client_cert", "path", "none", "The TLS client certificate (PEM) presented to every origin that asks for one."),
         .init("client_key", "path", "none", "client_cert's private key (PEM, unencrypted), if not in client_cert's file."),
+        .init("max_cache_size", "size", "none", "The most bytes the cached files may take, all feeds together; due work past it waits (cache full)."),
     ]
 
     /// The keys' names, in the table's order.

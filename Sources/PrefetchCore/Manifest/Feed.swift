@@ -105,6 +105,9 @@ public enum Priority: String, Sendable, Hashable, Comparable, CaseIterable {
 public struct Resource: Sendable {
     /// Where to fetch it from.
     public var url: ResourceURL
+    /// Other URLs of the same file, tried in order after `url` (SPEC §8, "Mirrors"); nil
+    /// when there are none (one word, nothing allocated, for the resources without).
+    public var mirrors: [ResourceURL]?
     /// Where it goes, relative to `CACHE/<feed>/`.
     public var path: String
     private var digest: Digest256?
@@ -150,10 +153,21 @@ public struct Resource: Sendable {
     /// Expected SHA-256, lowercase hex.
     public var sha256: String? { digest?.hex }
 
+    /// How many URLs it lists: `url` and its mirrors.
+    public var urlCount: Int { 1 + (mirrors?.count ?? 0) }
+
+    /// The listed URL at `index`: 0 is `url`, then the mirrors in order.
+    public func url(at index: Int) -> ResourceURL { index == 0 ? url : mirrors![index - 1] }
+
+    /// Every listed URL in order: `url`, then the mirrors.
+    public var urls: [ResourceURL] { [url] + (mirrors ?? []) }
+
     /// A resource; `digest` is its `sha256`.
     init(url: ResourceURL, path: String, digest: Digest256?, size: UInt64?, maxSize: UInt64?, notBefore: Instant?, expires: Instant?,
-         priority: Priority, headers: [HeaderField], location: SourceLocation, encoding: EncodingMode = .refuse) {
+         priority: Priority, headers: [HeaderField], location: SourceLocation, encoding: EncodingMode = .refuse,
+         mirrors: [ResourceURL]? = nil) {
         self.url = url
+        self.mirrors = mirrors
         self.path = path
         self.digest = digest
         self.priority = priority

@@ -4,7 +4,7 @@ final class ResourceDecoder {
     /// A resource's keys, in the order docs/manifests.md documents them: the one table both
     /// ways of reading a resource go by (a new key is a case here and its lines in `decode`).
     enum Field: Int, CaseIterable {
-        case url, path, sha256, size, maxSize, notBefore, expires, priority, headers, encoding
+        case url, path, sha256, size, maxSize, notBefore, expires, priority, headers, encoding, mirrors
 
         /// The key as a manifest writes it.
         var key: String {
@@ -19,6 +19,7 @@ final class ResourceDecoder {
             case .priority: return "priority"
             case .headers: return "headers"
             case .encoding: return "encoding"
+            case .mirrors: return "mirrors"
             }
         }
     }
@@ -108,6 +109,7 @@ final class ResourceDecoder {
         let urlEntry = fields.take(.url), pathEntry = fields.take(.path), shaEntry = fields.take(.sha256), sizeEntry = fields.take(.size)
         let maxSizeEntry = fields.take(.maxSize), notBeforeEntry = fields.take(.notBefore), expiresEntry = fields.take(.expires)
         let priorityEntry = fields.take(.priority), headersEntry = fields.take(.headers), encodingEntry = fields.take(.encoding)
+        let mirrorsEntry = fields.take(.mirrors)
         guard let urlNode = urlEntry else {
             reader.error("a resource needs a 'url'", at: entry)
             return
@@ -163,6 +165,7 @@ final class ResourceDecoder {
         }
         let headers = headersEntry.map { reader.headers($0) } ?? []
         let encoding = encodingEntry.flatMap { reader.encoding($0) }
+        let mirrors = mirrorsEntry.flatMap { self.mirrors($0, url: url) }
 
         guard let url, let path, claim(path, at: pathNode.location, entry: entry) else { return }
         if notBefore != nil || expires != nil {
@@ -171,7 +174,28 @@ final class ResourceDecoder {
         if encoding != nil { ownEncoding.insert(decoded.count) }
         decoded.append(Resource(url: url, path: path, digest: sha256, size: size?.bytes, maxSize: maxSize?.bytes,
                                 notBefore: nil, expires: nil, priority: priority, headers: headers, location: entry,
-                                encoding: encoding ?? .refuse))
+                                encoding: encoding ?? .refuse, mirrors: mirrors))
+    }
+
+    /// A resource's `mirrors` (SPEC §8): a list of URLs, each checked as `url` is. One that
+    /// names the same file as `url` or an earlier mirror (scheme, host, port and path: what
+    /// state.db keys a URL's validators by) is a warning and dropped; an empty list is none.
+    private func mirrors(_ node: YAMLNode, url: ResourceURL?) -> [ResourceURL]? {
+        guard let items = reader.list(node, what: "mirrors") else { return nil }
+        var listed: [ResourceURL] = []
+        var seen: Set<String> = url.map { [$0.origin + $0.path] } ?? []
+        for item in items {
+            let mirror = reader.value(item, what: "a mirror", limit: InputLimits.url) { (text) throws(ValueError) -> ResourceURL in
+                try ResourceURL.parse(text, hosts: &hosts)
+            }
+            guard let mirror else { continue }
+            guard seen.insert(mirror.origin + mirror.path).inserted else {
+                reader.warning("this mirror names a URL the resource already lists (\(mirror.redacted)); it is tried once", at: item.location)
+                continue
+            }
+            listed.append(mirror)
+        }
+        return listed.isEmpty ? nil : listed
     }
 
     /// SPEC §7: the feed's `encoding` for every resource that does not give its own.

@@ -28,6 +28,8 @@ enum Metrics {
         /// Every feed source (SPEC §8) by label: 1 only when `ok`, and the last check that
         /// applied a copy or got a 304 (nil: none yet, said as 0).
         var sources: [(label: String, ok: Bool, lastSuccess: Instant?)] = []
+        /// With `max_cache_size` (SPEC §8): the bytes of cached files and the cap.
+        var cache: (used: UInt64, max: UInt64)? = nil
     }
 
     static let results = ["placed", "fresh", "failed", "paused"]
@@ -60,6 +62,11 @@ enum Metrics {
                [("", seconds(snapshot.lastRun))])
         family("prefetch_last_run_duration_seconds", "gauge", "How long the last pass took.",
                [("", format(snapshot.lastRunSeconds))])
+        if let cache = snapshot.cache {
+            family("prefetch_cache_bytes", "gauge", "Bytes of the cached files, as max_cache_size counts them (partials included, a hard-linked file once).",
+                   [("", String(cache.used))])
+            family("prefetch_cache_max_bytes", "gauge", "The cache's size cap, max_cache_size.", [("", String(cache.max))])
+        }
         if !snapshot.sources.isEmpty {
             family("prefetch_source_ok", "gauge", "1 when the feed source's copy in force is current (ok), 0 when stale or never applied.",
                    snapshot.sources.map { ("source=\(quote($0.label))", $0.ok ? "1" : "0") })

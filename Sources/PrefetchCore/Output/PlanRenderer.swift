@@ -1,3 +1,5 @@
+import Foundation
+
 /// Prints a plan as aligned text (colour only on a terminal) or as JSON lines (SPEC §2).
 public struct PlanRenderer {
     public var color = false
@@ -73,6 +75,7 @@ public struct PlanRenderer {
                 row.add("feed", item.feed)
                 row.add("path", item.path)
                 row.add("url", item.url)
+                row.add("served_by", item.servedBy)
                 row.add("state", item.status.rawValue)
                 row.add("reason", item.reason)
                 row.add("next", item.next.map(time))
@@ -86,6 +89,26 @@ public struct PlanRenderer {
                 out += row.line + "\n"
                 out.flushIfFull()
             }
+        }
+        if let cache = plan.cache {
+            var line = JSONObject()
+            line.add("type", "cache")
+            line.add("max_cache_size", cache.maxBytes)
+            line.add("used", cache.used)
+            line.add("used_after", cache.usedAfter)
+            let utc = ZoneClock(TimeZone(identifier: "UTC")!)
+            line.add("making_room", objects: cache.removals.map { room in
+                var object = JSONObject()
+                object.add("feed", room.feed)
+                switch room.kind {
+                case .file(let path): object.add("path", path)
+                case .generation(let n): object.add("generation", Int64(n))
+                }
+                object.add("bytes", room.bytes)
+                object.add("placed", TimeFormat.rfc3339(room.placed, clock: utc))
+                return object
+            })
+            out += line.line + "\n"
         }
         var total = JSONObject()
         total.add("type", "total")
@@ -280,6 +303,14 @@ public struct PlanRenderer {
         if totals.notFitting > 0 {
             out += "\(totals.notFitting) due resource\(totals.notFitting == 1 ? "" : "s") may not finish before the window closes"
             out += " (at \(ByteSize.format(UInt64(plan.throughput)))/s, \(plan.throughputMeasured ? "measured by past runs" : "assumed before any run"))\n"
+        }
+        if let cache = plan.cache {
+            out += "cache: \(ByteSize.format(cache.used)) used of max_cache_size \(ByteSize.format(cache.maxBytes))"
+            if cache.usedAfter != cache.used { out += ", \(ByteSize.format(cache.usedAfter)) once the due work is placed" }
+            out += "\n"
+            if !cache.removals.isEmpty {
+                out += "to make room: removes " + cache.removals.map { "\($0.label) (\(ByteSize.format($0.bytes)))" }.joined(separator: ", ") + "\n"
+            }
         }
         return out
     }

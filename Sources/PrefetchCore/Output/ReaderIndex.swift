@@ -48,7 +48,9 @@ enum ReaderIndex {
             files.field("path", string: resource.path)
             files.field("size", number: record?.length ?? size(resource))
             files.field("sha256", string: record?.sha256)
-            files.field("url", string: resource.url.redacted)
+            let url = resource.url.redacted
+            files.field("url", string: url)
+            files.field("served_by", string: record?.servedBy?.shown ?? url)  // SPEC §8: the entry's url unless a mirror served it
             files.field("fetched", raw: time(record?.placedAt))
             files.field("validated", raw: time(validated))
             files.field("current", bool: current)

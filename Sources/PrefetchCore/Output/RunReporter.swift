@@ -52,7 +52,7 @@ final class RunReporter {
         case .plain, .terminal: text(event)
         }
         switch event {
-        case .paused, .retrying, .heldWithOrigin, .failed, .stateError, .held: flush()  // rare, and worth seeing at once
+        case .paused, .retrying, .heldWithOrigin, .failed, .stateError, .held, .nextURL: flush()  // rare, and worth seeing at once
         case .started, .progress, .placed, .fresh: break
         }
     }
@@ -93,6 +93,8 @@ final class RunReporter {
             line.add("resume_refused_at", refused)
         case .retrying(let k, let message, let after):
             key("failed", k); line.add("error", message); line.add("retry_in_s", after); line.add("final", false)
+        case .nextURL(let k, let message, let url):
+            key("failed", k); line.add("error", message); line.add("next_url", url); line.add("final", false)
         case .heldWithOrigin(let k, let message, let origin, let until, let after):
             // Not a retry of its own: the origin's hold decides (its probe, or the `held` line).
             key("failed", k); line.add("error", message); line.add("held", true); line.add("origin", origin)
@@ -136,13 +138,13 @@ final class RunReporter {
     private func text(_ event: RunEvent) {
         switch event {  // a transfer that ended leaves the bars at once, not at the next progress tick
         case .placed(let k, _, _, _, _, _), .fresh(let k), .paused(let k, _, _, _), .retrying(let k, _, _), .failed(let k, _, _, _),
-             .heldWithOrigin(let k, _, _, _, _):
+             .heldWithOrigin(let k, _, _, _, _), .nextURL(let k, _, _):
             lastProgress.removeAll { $0.key == k }
         case .started, .progress, .stateError, .held: break
         }
         if quiet {  // `--quiet` keeps the error lines only: the others are not even made
             switch event {
-            case .placed, .fresh, .paused, .retrying, .heldWithOrigin: return
+            case .placed, .fresh, .paused, .retrying, .heldWithOrigin, .nextURL: return
             case .started, .progress, .failed, .stateError, .held: break
             }
         }
@@ -179,6 +181,8 @@ final class RunReporter {
             log(text)
         case .retrying(let k, let message, let after):
             log("retry   \(name(k))  \(message); again in \(after)s")
+        case .nextURL(let k, let message, let url):
+            log("retry   \(name(k))  \(message); trying \(url)")
         case .heldWithOrigin(let k, let message, let origin, let until, _):
             log("held    \(name(k))  \(message); \(origin) held until " + TimeFormat.local(until, clock: ZoneClock(TimeZone.current), withUTC: false))
         case .failed(let k, let message, let retryAt, let origin?):

@@ -17,6 +17,9 @@ public struct PlanItem: Sendable, Equatable {
     public var reason: String
     /// The last error, for failed and backoff.
     public var error: String?
+    /// The URL that served the cached copy, query values elided (SPEC §8; the entry's `url`
+    /// unless a mirror served it); nil when nothing is cached.
+    public var servedBy: String?
     private var numbers = Numbers()
     public var status: ResourceStatus
     public var priority: Priority
@@ -156,6 +159,8 @@ public struct Plan: Sendable {
     /// The same items as indices into the planned feeds and their resources (`run` builds
     /// its jobs from these without looking keys up).
     var positions: [(feed: Int, resource: Int)] = []
+    /// `max_cache_size` (SPEC §8): the cap, the use, the room to be made; nil without a cap.
+    public var cache: CachePlan?
 
     /// Items in the given state, over all feeds.
     public func items(_ status: ResourceStatus) -> [PlanItem] {
@@ -176,10 +181,16 @@ public struct PlanInput: Sendable {
     /// (`CacheListing.partialFiles`), and this boot's id: where each would resume (`ResumePoint`).
     public var partialFiles: [ResourceKey: PartialFile]
     public var bootID: String
+    /// `max_cache_size` in bytes (SPEC §8; nil: no cap), and what the cache holds now.
+    public var maxCacheSize: UInt64?
+    public var cacheUsage: CacheUsage?
 
     public init(feeds: [Feed], state: StateSnapshot = StateSnapshot(), cached: Set<ResourceKey> = [],
                 conditions: ConditionSnapshot = ConditionSnapshot(), now: Instant, machineID: MachineID? = nil,
-                partialFiles: [ResourceKey: PartialFile] = [:], bootID: String = BootID.unknown) {
+                partialFiles: [ResourceKey: PartialFile] = [:], bootID: String = BootID.unknown,
+                maxCacheSize: UInt64? = nil, cacheUsage: CacheUsage? = nil) {
+        self.maxCacheSize = maxCacheSize
+        self.cacheUsage = cacheUsage
         self.feeds = feeds
         self.state = state
         self.cached = cached

@@ -26,6 +26,7 @@ public enum Planner {
         var plan = Plan(now: now, feeds: feedPlans, conditions: input.conditions, machineID: input.machineID,
                         throughput: input.state.throughput ?? defaultThroughput,
                         throughputMeasured: input.state.throughput != nil, order: [])
+        CacheAdmission.apply(&plan, input: input)  // max_cache_size (SPEC §8), before the due work is ordered
         orderDueWork(&plan, input: input)
         // Rows: due work first in the order a run starts it, then by state, then manifest order.
         for index in plan.feeds.indices {
@@ -117,6 +118,7 @@ public enum Planner {
             var item = PlanItem(feed: feed.name, path: resource.path, url: resource.url.redacted, status: .due,
                                 reason: "", next: nil, bytes: bytes, remaining: bytes, priority: resource.priority,
                                 windowEnd: nil, estimatedFinish: nil, fits: nil, error: nil, startOrder: nil)
+            if cached { item.servedBy = state?.servedBy?.shown ?? item.url }
 
             // expired, or never fetchable (expires not after not_before: a manifest warning)
             if let expires = resource.expires, expires <= now || resource.notBefore.map({ expires <= $0 }) == true {
@@ -208,7 +210,7 @@ public enum Planner {
             // A held origin (SPEC §6): what would be due or waiting waits for the hold's end,
             // when one request probes the origin. Never believed beyond max_backoff from now.
             if !input.state.originHolds.isEmpty, item.status == .due || item.status == .waiting,
-               let hold = input.state.originHolds[resource.url.origin], hold.until > now {
+               let hold = Self.hold(of: resource, state: state, holds: input.state.originHolds, now: now) {
                 item.status = .backoff
                 item.reason = "origin held: \(hold.reason)"
                 item.next = min(hold.until, now + feed.retry.maxBackoff)
@@ -222,6 +224,19 @@ public enum Planner {
                         currentRelease: release, jitter: feed.jitter, jitterOffset: timing.jitterOffset,
                         windowOpen: open != nil && (gate ?? now) <= now,
                         holds: blocked.map { (name: $0.name, ok: $0.ok) }, items: items)
+    }
+
+    /// The hold a resource waits for (SPEC §6): its URL's origin's. With mirrors (§8) only
+    /// when every listed URL's origin is held, and then the hold of the URL its pass would
+    /// ask first (the one that served the copy, else `url`).
+    static func hold(of resource: Resource, state: ResourceState?, holds: [String: OriginHold], now: Instant) -> OriginHold? {
+        func held(_ url: ResourceURL) -> OriginHold? { holds[url.origin].flatMap { $0.until > now ? $0 : nil } }
+        guard let mirrors = resource.mirrors else { return held(resource.url) }
+        guard held(resource.url) != nil, mirrors.allSatisfy({ held($0) != nil }) else { return nil }
+        if let hash = state?.servedBy?.hash, let served = mirrors.firstIndex(where: { $0.identityHash == hash }) {
+            return held(mirrors[served])
+        }
+        return held(resource.url)
     }
 
     /// Whether the recorded copy is of another version of the entry: its URL changed in

@@ -15,15 +15,18 @@ public struct ResumePoint: Sendable, Equatable {
     /// resume. `identity`: the URL's identity hash; `file`: the partial on disk, if any.
     public static func of(_ resource: Resource, state: ResourceState?, identity: String, file: PartialFile?,
                           bootID: String) -> ResumePoint? {
-        guard let partial = state?.partial, let file, let trusted = trustedLength(resource, partial, identity: identity, file: file, bootID: bootID)
+        guard let partial = state?.partial, let file,
+              let trusted = trustedLength(resource, partial, state: state, identity: identity, file: file, bootID: bootID)
         else { return nil }
         return ResumePoint(bytesOnDisk: file.size, resumeFrom: trusted, total: resource.size ?? partial.totalLength)
     }
 
     /// The bytes a resume keeps of `partial`, when it is resumable and some are trusted.
-    static func trustedLength(_ resource: Resource, _ partial: PartialState, identity: String, file: PartialFile,
+    /// A partial begun at another URL than the next pass asks first (SPEC §8) is judged as moving there.
+    static func trustedLength(_ resource: Resource, _ partial: PartialState, state: ResourceState?, identity: String, file: PartialFile,
                               bootID: String) -> UInt64? {
-        guard ResumeRule.judge(partial.response, sha256Given: resource.sha256 != nil, encoding: resource.encoding).isResumable,
+        guard ResumeRule.judge(partial.response, sha256Given: resource.sha256 != nil, encoding: resource.encoding,
+                               atAnotherURL: MirrorOrder.partialMoves(partial, resource: resource, state: state)).isResumable,
               let trusted = PartialTrust.trustedLength(record: partial, urlHash: identity, file: (file.size, file.inode), bootID: bootID),
               trusted > 0 else { return nil }
         return trusted

@@ -29,9 +29,10 @@ enum MetricsWriter {
         }
         let cached = CacheListing.present(feeds, in: cache)
         let machineID = settings.machineID?.usableValue
-        let plan = Planner.plan(PlanInput(feeds: feeds, state: snapshot, cached: cached,
-                                          conditions: conditions, now: now, machineID: settings.machineID,
-                                          partialFiles: CacheListing.partialFiles(snapshot, in: cache), bootID: settings.bootID))
+        var input = PlanInput(feeds: feeds, state: snapshot, cached: cached, conditions: conditions, now: now, machineID: settings.machineID,
+                              partialFiles: CacheListing.partialFiles(snapshot, in: cache), bootID: settings.bootID)
+        input.measureCache(settings.config.maxCacheSize, in: cache)
+        let plan = Planner.plan(input)
         var lines: [Metrics.Feed] = []
         for (feed, feedPlan) in zip(feeds, plan.feeds) {
             var files = 0
@@ -53,7 +54,8 @@ enum MetricsWriter {
         }
         let origins = everHeld.map { (origin: $0, held: snapshot.originHolds[$0] != nil) }
         let text = Metrics.render(Metrics.Snapshot(feeds: lines, origins: origins, lastRun: now, lastRunSeconds: passSeconds,
-                                                    sources: sources.map { ($0.label, $0.state == .ok, $0.record?.lastSuccess) }))
+                                                    sources: sources.map { ($0.label, $0.state == .ok, $0.record?.lastSuccess) },
+                                                    cache: plan.cache.map { (used: $0.used, max: $0.maxBytes) }))
         let folder = (path as NSString).deletingLastPathComponent
         let temporary = (folder.isEmpty ? "" : folder + "/") + "." + (path as NSString).lastPathComponent + ".tmp"
         if case .failure(let error) = FileSystem.replaceFile(path, with: Array(text.utf8), temporary: temporary) {

@@ -11,7 +11,8 @@ enum PartialSweep {
             for resource in feed.resources {
                 let key = ResourceKey(feed: feed.name, path: resource.path)
                 guard let partial = snapshot.resources[key]?.partial,
-                      !ResumeRule.judge(partial.response, sha256Given: resource.sha256 != nil, encoding: resource.encoding).isResumable
+                      !ResumeRule.judge(partial.response, sha256Given: resource.sha256 != nil, encoding: resource.encoding,
+                                        atAnotherURL: MirrorOrder.partialMoves(partial, resource: resource, state: snapshot.resources[key])).isResumable
                 else { continue }
                 cache.removePartial(CacheFolder.partialName(feed: feed.name, path: resource.path))
                 snapshot.resources[key]?.partial = nil

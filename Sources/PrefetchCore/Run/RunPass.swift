@@ -72,8 +72,9 @@ struct RunPass {
                 }
             }
             let cached = CacheListing.present(feeds, in: cache)
-            let input = PlanInput(feeds: feeds, state: snapshot, cached: cached, conditions: lastProbe, now: clock(), machineID: machineID,
+            var input = PlanInput(feeds: feeds, state: snapshot, cached: cached, conditions: lastProbe, now: clock(), machineID: machineID,
                                   partialFiles: CacheListing.partialFiles(snapshot, in: cache), bootID: settings.bootID)
+            input.measureCache(config.maxCacheSize, in: cache)
             return (Planner.plan(input), snapshot, cached)
         }
         ReleaseSwitch.lay(feeds, cache: cache, console: console)  // a feed that changed `consistency` first
@@ -87,6 +88,8 @@ struct RunPass {
             }
         }
 
+        // max_cache_size (SPEC §8): room is made before transfers start.
+        let cacheAllowance = plan.cache.map { CacheRoomMaker.makeRoom($0, cache: cache, state: state, console: console) }
         // Jobs in the order the plan gives; each release is recorded as begun.
         var jobs: [TransferJob] = []
         recordState { try ReleaseBook.begin(plan, snapshot, state) }
@@ -109,12 +112,22 @@ struct RunPass {
             let current = recorded.map { sameURL && !Planner.copyIsOfAnotherEntry(resource, $0, sameURL: sameURL) } ?? false
             let failuresCount = recorded?.failureRelease == release
                 && (recorded?.failureEntry.map { $0 == resource.fingerprint(identity: urlHash) } ?? sameURL)
-            jobs.append(TransferJob(
+            let revalidates = cached.contains(key) && current
+            var job = TransferJob(
                 feed: feed, resource: resource, key: key, urlHash: urlHash, release: release,
-                cachedValidators: cached.contains(key) && current ? recorded?.validators : nil,
+                cachedValidators: revalidates ? recorded?.validators : nil,
                 cachedLength: recorded?.length,
                 partial: recorded?.partial,
-                failures: failuresCount ? recorded?.failures ?? 0 : 0))
+                failures: failuresCount ? recorded?.failures ?? 0 : 0)
+            if resource.mirrors != nil || recorded?.servedBy != nil { job.listURLs(recorded: recorded, revalidates: revalidates) }
+            if cacheAllowance != nil {
+                // The length the plan admitted it at (its expected size, as `Planner` reckons it), or its partial's bytes.
+                let expected = resource.size ?? (cached.contains(key) ? recorded?.length : nil) ?? recorded?.lastResponseLength
+                    ?? recorded?.partial?.totalLength
+                let partialBytes = recorded?.partial == nil ? nil : cache.partialFile(CacheFolder.partialName(feed: key.feed, path: key.path))?.size
+                job.cacheAdmitted = expected ?? partialBytes ?? 0
+            }
+            jobs.append(job)
         }
 
         var meteredUsedToday: [String: UInt64] = [:]
@@ -124,7 +137,8 @@ struct RunPass {
         }
         let engine = TransferEngine(cache: cache, state: state, config: config, environment: settings.environment,
                                     threads: settings.transferThreads, bootID: settings.bootID, faults: settings.faults,
-                                    metered: lastProbe.metered, meteredUsedToday: meteredUsedToday, clock: clock, onEvent: reporter.handle)
+                                    metered: lastProbe.metered, meteredUsedToday: meteredUsedToday, cacheAllowance: cacheAllowance,
+                                    clock: clock, onEvent: reporter.handle)
         let timings = Dictionary(feeds.map { ($0.name, FeedTiming($0, machineID: machineID?.usableValue)) }, uniquingKeysWith: { a, _ in a })
         var summary = engine.run(jobs, holds: snapshot.originHolds, pauseReason: { feed in
             let now = clock()
@@ -198,6 +212,12 @@ struct RunPass {
             IndexWriter.write(indexed, plan: after, state: snapshotAfter, cached: cachedAfter, cache: cache, now: clock(), console: console)
         }
         let switched = ReleaseSwitch.apply(switching, cache: cache, console: console)
+        // A generation just became the previous one: in 60 s it is room for what the cap holds back (SPEC §8).
+        if wantsNextWakeup, !switching.isEmpty, (planAfter?.0 ?? plan).cache != nil,
+           (planAfter?.0 ?? plan).feeds.contains(where: { $0.items.contains { $0.reason == CacheBudget.cacheFullReason } }) {
+            let soon = clock().advanced(bySeconds: CacheUsage.generationGrace)
+            nextWakeup = min(nextWakeup ?? soon, soon)
+        }
         let seconds = Date().timeIntervalSince(started)
         if summary.bodyBytes > 0 || summary.placed > 0 {
             recordState {
@@ -257,6 +277,7 @@ struct RunPass {
                 if item.status == .due { times.append(plan.now) }
             }
         }
+        if let more = plan.cache?.moreRoomAt { times.append(more) }  // room for what the cap holds back
         return times.filter { $0 >= plan.now }.min()
     }
 }

@@ -165,6 +165,13 @@ public struct ResourceState: Sendable, Equatable {
     /// The length that response announced for the whole file (its Content-Length, or the
     /// total of its Content-Range), when it did.
     public var lastResponseLength: UInt64?
+    private var servedByBox: Box<ServedBy>?
+    /// Which listed URL served the copy and the other URLs' validators of it (SPEC §8);
+    /// nil: the entry's `url` served it and no other URL's validators are known.
+    public var servedBy: ServedBy? {
+        get { servedByBox?.value }
+        set { servedByBox = newValue.map(Box.init) }
+    }
 
     public init(urlHash: String) {
         self.urlHashText = HexText(urlHash)
@@ -198,10 +205,13 @@ public struct PartialState: Sendable, Equatable {
     public var date: String?
     public var acceptRangesNone: Bool
     public var contentEncoding: String?
+    /// The URL it was begun at (SPEC §8): nil for the entry's `url`, else that mirror's
+    /// identity hash. At another URL it resumes only with a `sha256`.
+    public var servedBy: String?
 
     public init(urlHash: String, validators: Validators, totalLength: UInt64?, syncedOffset: UInt64, updatedAt: Instant,
                 bootID: String? = nil, inode: UInt64? = nil, date: String? = nil, acceptRangesNone: Bool = false,
-                contentEncoding: String? = nil) {
+                contentEncoding: String? = nil, servedBy: String? = nil) {
         self.urlHash = urlHash
         self.validators = validators
         self.totalLength = totalLength
@@ -212,6 +222,7 @@ public struct PartialState: Sendable, Equatable {
         self.date = date
         self.acceptRangesNone = acceptRangesNone
         self.contentEncoding = contentEncoding
+        self.servedBy = servedBy
     }
 
     /// The response that began the partial, as §7's rule reads it (`ResumeRule`).

@@ -178,6 +178,24 @@ public final class StateStore {
             retry_at INTEGER
         ) WITHOUT ROWID;
         """,
+        // 5 → 6: mirrors (SPEC §8). Which listed URL served a copy (its identity hash and
+        // its text with query values elided; NULL: the entry's `url`, as every copy placed
+        // before), the URL a partial was begun at (NULL: `url`), and each other URL's own
+        // validators of the copy, with the SHA-256 of the version they describe.
+        """
+        ALTER TABLE resources ADD COLUMN served_by TEXT;
+        ALTER TABLE resources ADD COLUMN served_by_url TEXT;
+        ALTER TABLE partials ADD COLUMN served_by TEXT;
+        CREATE TABLE url_validators (
+            feed TEXT NOT NULL,
+            path TEXT NOT NULL,
+            url_hash TEXT NOT NULL,
+            etag TEXT,
+            last_modified TEXT,
+            sha256 TEXT,
+            PRIMARY KEY (feed, path, url_hash)
+        ) WITHOUT ROWID;
+        """,
     ]
 
     /// The URL a resource has now, for re-keying version 1's hashes (nil: no longer listed).
@@ -284,7 +302,7 @@ public final class StateStore {
             SELECT feed, path, url_hash, etag, last_modified, length, sha256, placed_at, validated_at,
                    last_success, last_error, failures, failure_release, permanent, next_retry, failure_entry,
                    response_etag, response_last_modified, response_date, response_accept_ranges_none, response_encoding, response_at,
-                   response_length, copy_encoding
+                   response_length, copy_encoding, served_by, served_by_url
             FROM resources
             """)
         // Feed names and `Date`s repeat from row to row: one string each (a million rows
@@ -313,11 +331,25 @@ public final class StateStore {
                 state.lastResponseLength = resources.int(22).map { UInt64(bitPattern: $0) }
             }
             state.copyEncoding = resources.text(23).flatMap(EncodingMode.init(rawValue:)) ?? .refuse
+            if let served = resources.text(24) { state.servedBy = ServedBy(hash: served, shown: resources.text(25)) }
             snapshot.resources[ResourceKey(feed: resources.text(0, interning: &repeated) ?? "", path: resources.text(1) ?? "")] = state
+        }
+        // Other URLs' validators of a copy (SPEC §8): only those of the copy's own version.
+        let others = try db.prepare("""
+            SELECT v.feed, v.path, v.url_hash, v.etag, v.last_modified FROM url_validators v
+            JOIN resources r ON r.feed = v.feed AND r.path = v.path AND r.sha256 IS v.sha256
+            """)
+        while try others.step() {
+            let key = ResourceKey(feed: others.text(0) ?? "", path: others.text(1) ?? "")
+            guard var state = snapshot.resources[key] else { continue }
+            var served = state.servedBy ?? ServedBy()
+            served.validators[others.text(2) ?? ""] = Validators(etag: others.text(3), lastModified: others.text(4))
+            state.servedBy = served
+            snapshot.resources[key] = state
         }
         let partials = try db.prepare("""
             SELECT feed, path, url_hash, etag, last_modified, total_length, synced_offset, updated_at, boot_id, inode,
-                   date, accept_ranges_none, content_encoding FROM partials
+                   date, accept_ranges_none, content_encoding, served_by FROM partials
             """)
         while try partials.step() {
             let key = ResourceKey(feed: partials.text(0) ?? "", path: partials.text(1) ?? "")
@@ -326,7 +358,8 @@ public final class StateStore {
                                        totalLength: partials.int(5).map { UInt64(bitPattern: $0) },
                                        syncedOffset: UInt64(bitPattern: partials.int(6) ?? 0), updatedAt: partials.instant(7) ?? Instant(seconds: 0),
                                        bootID: partials.text(8), inode: partials.int(9).map { UInt64(bitPattern: $0) },
-                                       date: partials.text(10), acceptRangesNone: partials.int(11) == 1, contentEncoding: partials.text(12))
+                                       date: partials.text(10), acceptRangesNone: partials.int(11) == 1, contentEncoding: partials.text(12),
+                                       servedBy: partials.text(13))
             snapshot.resources[key, default: ResourceState(urlHash: partial.urlHash)].partial = partial
         }
         let metered = try db.prepare("SELECT feed, day, bytes FROM metered_usage")
@@ -392,13 +425,13 @@ public final class StateStore {
     /// last (`recordResponse`); nil keeps the one recorded.
     public func recordValidated(_ key: ResourceKey, urlHash: String, validators: Validators, length: UInt64?,
                                 sha256: String?, placed: Bool, encoding: EncodingMode = .refuse, at time: Instant, clearPartial: Bool = true,
-                                response: ResponseFacts? = nil) throws(SQLiteError) {
+                                response: ResponseFacts? = nil, answeredBy mirror: MirrorURL? = nil) throws(SQLiteError) {
         func upsert() throws(SQLiteError) {
             try db.run("""
                 INSERT INTO resources (feed, path, url_hash, etag, last_modified, length, sha256, placed_at, validated_at, last_success, failures, permanent,
                                        response_etag, response_last_modified, response_date, response_accept_ranges_none, response_encoding, response_at,
-                                       response_length, copy_encoding)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?)
+                                       response_length, copy_encoding, served_by, served_by_url)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (feed, path) DO UPDATE SET url_hash = excluded.url_hash, etag = excluded.etag,
                     last_modified = excluded.last_modified,
                     length = CASE WHEN excluded.placed_at IS NULL THEN resources.length ELSE excluded.length END,
@@ -415,27 +448,62 @@ public final class StateStore {
                                                        ELSE excluded.response_accept_ranges_none END,
                     response_encoding = CASE WHEN excluded.response_at IS NULL THEN resources.response_encoding ELSE excluded.response_encoding END,
                     response_at = COALESCE(excluded.response_at, resources.response_at),
-                    response_length = CASE WHEN excluded.response_at IS NULL THEN resources.response_length ELSE excluded.response_length END
+                    response_length = CASE WHEN excluded.response_at IS NULL THEN resources.response_length ELSE excluded.response_length END,
+                    served_by = CASE WHEN excluded.placed_at IS NULL THEN resources.served_by ELSE excluded.served_by END,
+                    served_by_url = CASE WHEN excluded.placed_at IS NULL THEN resources.served_by_url ELSE excluded.served_by_url END
                 """, [.text(key.feed), .text(key.path), .text(urlHash), .optional(validators.etag), .optional(validators.lastModified),
                       .optional(length), .optional(sha256), placed ? .instant(time) : .null, .instant(time), .instant(time),
                       .optional(response?.etag), .optional(response?.lastModified), .optional(response?.date),
                       .int(response?.acceptRangesNone == true ? 1 : 0), .optional(response?.contentEncoding),
                       response == nil ? .null : .instant(time), response == nil ? .null : .optional(length),
-                      placed ? .text(encoding.rawValue) : .null])
+                      placed ? .text(encoding.rawValue) : .null, .optional(mirror?.shown == nil ? nil : mirror?.hash), .optional(mirror?.shown)])
+        }
+        /// SPEC §8, a copy placed from one of a resource's URLs: the URL that served the copy
+        /// before keeps its validators when the bytes are the same; other versions' go.
+        func placedByMirror(_ mirror: MirrorURL) throws(SQLiteError) {
+            try db.run("""
+                INSERT OR REPLACE INTO url_validators (feed, path, url_hash, etag, last_modified, sha256)
+                SELECT feed, path, COALESCE(served_by, url_hash), etag, last_modified, sha256 FROM resources
+                WHERE feed = ? AND path = ? AND sha256 = ? AND COALESCE(served_by, url_hash) != ?
+                    AND (etag IS NOT NULL OR last_modified IS NOT NULL)
+                """, [.text(key.feed), .text(key.path), .optional(sha256), .text(mirror.hash)])
+            try upsert()
+            try db.run("DELETE FROM url_validators WHERE feed = ? AND path = ? AND (sha256 IS NOT ? OR url_hash = ?)",
+                       [.text(key.feed), .text(key.path), .optional(sha256), .text(mirror.hash)])
+        }
+        /// SPEC §8, a 304 from a URL other than the one that served the copy: that URL's own
+        /// validators are recorded beside the copy's; the copy is confirmed.
+        func confirmedByOther(_ mirror: MirrorURL) throws(SQLiteError) -> Bool {
+            guard try db.run("""
+                UPDATE resources SET url_hash = ?, validated_at = ?, last_success = ?, last_error = NULL,
+                    last_error_at = NULL, failures = 0, failure_release = NULL, permanent = 0, next_retry = NULL, failure_entry = NULL
+                WHERE feed = ? AND path = ?
+                """, [.text(urlHash), .instant(time), .instant(time), .text(key.feed), .text(key.path)]) == 1 else { return false }
+            try db.run("""
+                INSERT OR REPLACE INTO url_validators (feed, path, url_hash, etag, last_modified, sha256)
+                SELECT feed, path, ?, ?, ?, sha256 FROM resources WHERE feed = ? AND path = ?
+                """, [.text(mirror.hash), .optional(validators.etag), .optional(validators.lastModified), .text(key.feed), .text(key.path)])
+            return true
         }
         /// A 304 of a copy state.db knows (a revalidation's common case): one UPDATE of what a
-        /// 304 changes, as the upsert's DO UPDATE would (the copy's length, sha256, encoding,
+        /// 304 changes (the validators are now those of the URL that answered, SPEC §8), as the upsert's DO UPDATE would (the copy's length, sha256, encoding,
         /// placement and last response kept), instead of its twenty values and CASEs. False
         /// when there is no row to update.
         func confirm() throws(SQLiteError) -> Bool {
             try db.run("""
                 UPDATE resources SET url_hash = ?, etag = ?, last_modified = ?, validated_at = ?, last_success = ?, last_error = NULL,
-                    last_error_at = NULL, failures = 0, failure_release = NULL, permanent = 0, next_retry = NULL, failure_entry = NULL
+                    last_error_at = NULL, failures = 0, failure_release = NULL, permanent = 0, next_retry = NULL, failure_entry = NULL,
+                    served_by = ?, served_by_url = ?
                 WHERE feed = ? AND path = ?
                 """, [.text(urlHash), .optional(validators.etag), .optional(validators.lastModified), .instant(time), .instant(time),
+                      .optional(mirror?.shown == nil ? nil : mirror?.hash), .optional(mirror?.shown),
                       .text(key.feed), .text(key.path)]) == 1
         }
         func confirmOrUpsert() throws(SQLiteError) {
+            if let mirror {
+                if placed { return try placedByMirror(mirror) }
+                if !mirror.servedCopy, response == nil, try confirmedByOther(mirror) { return }
+            }
             if !placed, response == nil, try confirm() { return }
             try upsert()
         }
@@ -477,12 +545,13 @@ public final class StateStore {
     public func recordPartial(_ key: ResourceKey, _ partial: PartialState) throws(SQLiteError) {
         try db.run("""
             INSERT OR REPLACE INTO partials (feed, path, url_hash, etag, last_modified, total_length, synced_offset, updated_at, boot_id, inode,
-                                             date, accept_ranges_none, content_encoding)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                             date, accept_ranges_none, content_encoding, served_by)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [.text(key.feed), .text(key.path), .text(partial.urlHash), .optional(partial.validators.etag),
                   .optional(partial.validators.lastModified), .optional(partial.totalLength),
                   .optional(partial.syncedOffset), .instant(partial.updatedAt), .optional(partial.bootID), .optional(partial.inode),
-                  .optional(partial.date), .int(partial.acceptRangesNone ? 1 : 0), .optional(partial.contentEncoding)])
+                  .optional(partial.date), .int(partial.acceptRangesNone ? 1 : 0), .optional(partial.contentEncoding),
+                  .optional(partial.servedBy)])
     }
 
     /// Records the resource's last 2xx response (§6's deadline rule judges by it whether a
@@ -518,6 +587,7 @@ public final class StateStore {
     /// Forgets everything about a resource (it left the manifest or expired).
     public func deleteResource(_ key: ResourceKey) throws(SQLiteError) {
         try db.run("DELETE FROM resources WHERE feed = ? AND path = ?", [.text(key.feed), .text(key.path)])
+        try db.run("DELETE FROM url_validators WHERE feed = ? AND path = ?", [.text(key.feed), .text(key.path)])
         try deletePartial(key)
     }
 
@@ -571,6 +641,7 @@ public final class StateStore {
     public func forgetFeed(_ feed: String) throws(SQLiteError) {
         try db.run("DELETE FROM resources WHERE feed = ?", [.text(feed)])
         try db.run("DELETE FROM partials WHERE feed = ?", [.text(feed)])
+        try db.run("DELETE FROM url_validators WHERE feed = ?", [.text(feed)])
         try db.run("DELETE FROM feeds WHERE feed = ?", [.text(feed)])
         try db.run("DELETE FROM attempts WHERE feed = ?", [.text(feed)])
         try db.run("DELETE FROM metered_usage WHERE feed = ?", [.text(feed)])

@@ -30,9 +30,13 @@ final class EngineShard: @unchecked Sendable {
     private let faults: FaultPoints
     /// When the clocks were last looked at (monotonic nanoseconds).
     private var lastClockCheck: UInt64 = 0
+    /// The room left under `max_cache_size` (SPEC §8), shared by the run's shards; nil: no cap.
+    private let cacheAllowance: CacheAllowance?
 
     init(multi: CurlMulti, limits: ShardLimits, board: RunBoard, cache: CacheFolder, config: Config, environment: [String: String],
-         metered: Bool, pool: BufferPool, bootID: String, faults: FaultPoints, clock: @escaping () -> Instant) {
+         metered: Bool, pool: BufferPool, bootID: String, faults: FaultPoints, cacheAllowance: CacheAllowance? = nil,
+         clock: @escaping () -> Instant) {
+        self.cacheAllowance = cacheAllowance
         self.faults = faults
         self.multi = multi
         self.limits = limits
@@ -140,6 +144,9 @@ final class EngineShard: @unchecked Sendable {
             if limits.hasBudgets {
                 for transfer in Array(active.values) where transfer.pausedForBudget { pause(transfer, reason: "metered budget used") }
             }
+            if cacheAllowance != nil {
+                for transfer in Array(active.values) where transfer.pausedForCacheFull { pause(transfer, reason: "cache full") }
+            }
             if !active.isEmpty {
                 do {
                     try multi.poll(milliseconds: limits.resumeRateLimited(active.values))
@@ -212,7 +219,8 @@ final class EngineShard: @unchecked Sendable {
         // A partial that cannot resume (§7's one rule) is discarded when it is found: the
         // file starts from zero, and no record of it is left behind.
         if let partial = job.partial,
-           !ResumeRule.judge(partial.response, sha256Given: job.resource.sha256 != nil, encoding: job.resource.encoding).isResumable {
+           !ResumeRule.judge(partial.response, sha256Given: job.resource.sha256 != nil, encoding: job.resource.encoding,
+                             atAnotherURL: partial.servedBy != job.urlKey).isResumable {
             cache.removePartial(CacheFolder.partialName(feed: job.key.feed, path: job.key.path))
             ledger.partialRemoved(job.key)
             job.partial = nil
@@ -221,7 +229,7 @@ final class EngineShard: @unchecked Sendable {
         do {
             easy = try handles.take(bufferSize: Transfer.bufferSize(job, limiter: limits.limiter(job.feed.name)))
         } catch {
-            board.probeEnded(job.resource.url)  // never reached its origin
+            board.probeEnded(job.url)  // never reached its origin
             retryOrReport(job, .libcurl(error), transfer: nil)
             return
         }
@@ -230,16 +238,16 @@ final class EngineShard: @unchecked Sendable {
         let existing = job.partial != nil ? cache.openPartial(name) : nil
         let transfer = Transfer(job: job, easy: easy, partialName: name, existing: existing, globalCap: config.maxSize.bytes, bootID: bootID,
                                 pool: pool, limiter: limits.limiter(job.feed.name), allowance: limits.allowance(job.feed.name), startWriteback: !syncs.inline, faults: faults,
-                                createFile: { [cache] in cache.createPartial(name) })
+                                cacheAllowance: cacheAllowance, createFile: { [cache] in cache.createPartial(name) })
         do {
             try transfer.start(config: config, environment: environment)
             try multi.add(transfer.easy)
         } catch let error as TransferFailure {
-            board.probeEnded(job.resource.url)  // never reached its origin
+            board.probeEnded(job.url)  // never reached its origin
             fail(transfer, error)
             return
         } catch {
-            board.probeEnded(job.resource.url)
+            board.probeEnded(job.url)
             fail(transfer, .libcurl(error))
             return
         }
@@ -247,7 +255,7 @@ final class EngineShard: @unchecked Sendable {
         limits.started(transfer)
         // The expected total: `size`, else a resumed partial's recorded total (its version's length).
         let total = job.resource.size ?? (transfer.offset > 0 ? job.partial?.totalLength : nil)
-        board.emit(.started(job.key, url: job.resource.url.redacted, total: total, resumeAt: transfer.offset))
+        board.emit(.started(job.key, url: job.url.redacted, total: total, resumeAt: transfer.offset))
     }
 
     /// Whether the copy `job` would revalidate is still the one recorded. One cut short or
@@ -262,7 +270,7 @@ final class EngineShard: @unchecked Sendable {
     /// not paused (a handle removed while paused still holds libcurl's paused state).
     private func release(_ transfer: Transfer, reusable: Bool) {
         limits.released(transfer)
-        guard reusable, !transfer.pausedForRate, !transfer.pausedForBudget else { return }
+        guard reusable, !transfer.pausedForRate, !transfer.pausedForBudget, !transfer.pausedForCacheFull else { return }
         handles.give(transfer.easy)
     }
 
@@ -319,7 +327,7 @@ final class EngineShard: @unchecked Sendable {
     private func originAnswered(_ transfer: Transfer, _ outcome: TransferOutcome) {
         var answered = transfer.machine.originAnswered
         if case .failed(let failure) = outcome, failure.holdsOrigin != nil || failure.invalidResponse { answered = false }
-        let origin = transfer.job.resource.url.origin
+        let origin = transfer.job.url.origin
         if board.transferEnded(origin: origin, answered: answered) { ledger.originCleared(origin) }
     }
 
@@ -376,7 +384,8 @@ final class EngineShard: @unchecked Sendable {
     /// resume, else dropped, then `retryOrReport`.
     private func fail(_ transfer: Transfer, _ failure: TransferFailure) {
         transfer.fail(failure)
-        let job = transfer.job
+        var job = transfer.job
+        job.cacheAdmitted = transfer.cacheRoomHeld  // a retry keeps the room this attempt took (SPEC §8)
         countMetered(transfer)
         attempt(transfer, outcome: "failed", error: failure.message, status: failure.httpStatus)
         recordResponse(transfer)
@@ -442,13 +451,13 @@ final class EngineShard: @unchecked Sendable {
     private func pause(_ transfer: Transfer, reason: String) {
         guard transfer.pause(reason) else { return }
         takeOut(transfer, reusable: false)
-        board.probeEnded(transfer.job.resource.url)  // a paused probe says nothing of its origin
+        board.probeEnded(transfer.job.url)  // a paused probe says nothing of its origin
         countMetered(transfer)
         recordResponse(transfer)
         let fate: PartialFate
         if transfer.offset == 0 {
             fate = .none
-        } else if case .restart(let obstacle) = transfer.resumeVerdict {
+        } else if case .restart(let obstacle) = nextPassVerdict(transfer) {
             fate = .discarded(transfer.offset, because: obstacle.description)
             cache.removePartial(transfer.partialName)
             ledger.partialRemoved(transfer.job.key)
@@ -459,6 +468,18 @@ final class EngineShard: @unchecked Sendable {
         attempt(transfer, outcome: "paused", error: reason)
         summary.count(.paused, feed: transfer.job.feed.name)
         board.emit(.paused(transfer.job.key, reason: reason, partial: fate, refusedResume: transfer.refusedResume))
+    }
+
+    /// §7's verdict on a paused transfer's partial, judged at the URL the resource's next
+    /// pass asks first (SPEC §8): one begun at another of its URLs goes on there only with a
+    /// `sha256`, so without one it is not kept for a resume that cannot happen.
+    private func nextPassVerdict(_ transfer: Transfer) -> ResumeRule.Verdict {
+        let verdict = transfer.resumeVerdict
+        let job = transfer.job
+        guard verdict.isResumable, job.mirrorPass != nil,
+              job.urlKey != job.servedIndex.flatMap({ $0 == 0 ? nil : job.resource.url(at: $0).identityHash }) else { return verdict }
+        return ResumeRule.judge(transfer.lastResponse ?? ResponseFacts(), sha256Given: job.resource.sha256 != nil,
+                                encoding: job.resource.encoding, atAnotherURL: true)
     }
 
     /// The periodic fsync of a running transfer's partial, off the loop; the offset is

@@ -38,7 +38,7 @@ struct OriginHolds {
     /// counted with its origin's hold.
     mutating func admission(_ job: TransferJob, now: Instant) -> Admission {
         guard !holds.isEmpty else { return .go }
-        let origin = job.resource.url.origin
+        let origin = job.url.origin
         guard let hold = holds[origin] else { return .go }
         if hold.beyondRun {
             holds[origin]!.held.insert(job.key)
@@ -47,10 +47,32 @@ struct OriginHolds {
         return hold.probing || hold.until > now ? .wait : .go
     }
 
+    /// What `origin`'s hold allows now, counting no resource with it (a resource with
+    /// mirrors asks for each of its URLs, SPEC §8).
+    func admission(of origin: String, now: Instant) -> MirrorOrder.Admission {
+        guard let hold = holds[origin] else { return .go }
+        if hold.beyondRun { return .held }
+        return hold.probing || hold.until > now ? .wait : .go
+    }
+
+    /// Why `origin` is held now ("HTTP 503"), nil when it is not (or its hold has ended).
+    func cause(of origin: String, now: Instant) -> String? {
+        guard let hold = holds[origin], hold.beyondRun || hold.probing || hold.until > now else { return nil }
+        return hold.reason
+    }
+
+    /// When `origin`'s hold ends, if it is held.
+    func until(of origin: String) -> Instant? { holds[origin]?.until }
+
+    /// `key` is counted with `origin`'s hold (every URL of it held for the rest of the run).
+    mutating func countHeld(_ origin: String, _ key: ResourceKey) {
+        holds[origin]?.held.insert(key)
+    }
+
     /// `job` started: if its origin is held, it is the probe.
     mutating func started(_ job: TransferJob) {
         guard !holds.isEmpty else { return }
-        let origin = job.resource.url.origin
+        let origin = job.url.origin
         if holds[origin] != nil { holds[origin]!.probing = true }
     }
 
@@ -61,13 +83,15 @@ struct OriginHolds {
     /// again: the hold ends at the earliest time one of them may be retried. The origin
     /// gets the in-run retries one resource would (`attempts`). Returns the hold to record,
     /// the seconds the failed resource waits for its own retry, and whether the hold
-    /// outlasts the run.
+    /// outlasts the run. `counted`: the failed resource is counted with the hold (not one
+    /// that goes on to another of its URLs, SPEC §8).
     mutating func hold(_ origin: String, cause: String, retryAfter: Int64?, policy: RetryPolicy, startedAt: Instant, now: Instant,
-                       failed key: ResourceKey, using random: inout some RandomNumberGenerator) -> (hold: OriginHold, wait: Int64, forTheRun: Bool) {
+                       failed key: ResourceKey, counted: Bool = true,
+                       using random: inout some RandomNumberGenerator) -> (hold: OriginHold, wait: Int64, forTheRun: Bool) {
         if var hold = holds[origin], hold.until > now, startedAt < hold.grownAt {
             let own = retryAfter.map { min($0, policy.maxBackoff.seconds) } ?? max(0, hold.until.seconds - now.seconds)
             hold.until = min(hold.until, now.advanced(bySeconds: own))
-            hold.held.insert(key)
+            if counted { hold.held.insert(key) }
             holds[origin] = hold
             return (OriginHold(origin: origin, until: hold.until, reason: hold.reason, since: hold.since, failures: hold.failures),
                     own, hold.beyondRun)
@@ -81,7 +105,7 @@ struct OriginHolds {
         hold.failures = failures
         hold.probing = false
         hold.recorded = true
-        hold.held.insert(key)
+        if counted { hold.held.insert(key) }
         if wait > RetryDecision.inRunLimit || failures >= policy.attempts { hold.beyondRun = true }
         holds[origin] = hold
         return (OriginHold(origin: origin, until: hold.until, reason: cause, since: hold.since, failures: failures), wait, hold.beyondRun)

@@ -80,7 +80,7 @@ final class RunBoard: @unchecked Sendable {
             feedQueues.append(FeedQueue(feed: feed))
         }
         let f = feedIndex[key]!
-        if let last = feedQueues[f].jobs.last, !Self.sameOrigin(queue[last].resource.url, queue[index].resource.url) {
+        if let last = feedQueues[f].jobs.last, !Self.sameOrigin(queue[last].url, queue[index].url) {
             let end = feedQueues[f].jobs.count
             for position in feedQueues[f].runStart..<end { feedQueues[f].runEnd[position] = end }
             feedQueues[f].runStart = end
@@ -140,15 +140,31 @@ final class RunBoard: @unchecked Sendable {
                     feedQueues[f].head = jobs.count
                     break scan
                 }
-                switch holds.admission(queue[index], now: now) {
-                case .go: break
-                case .held:  // held for the rest of the run: not requested, counted once
-                    take(index)
-                    continue
-                case .wait:  // one request probes the origin, the others wait for its answer
-                    passed += 1
-                    position = max(position, min(feedQueues[f].runEnd[position - 1], jobs.count))
-                    continue
+                if let pass = queue[index].mirrorPass, pass.isFresh {
+                    // SPEC §8: the first URL of its pass whose origin is not held. (Later in
+                    // a pass, the URL `FailureReporter` chose is asked as a job's one URL.)
+                    switch pass.next({ holds.admission(of: queue[index].resource.url(at: $0).origin, now: now) }) {
+                    case .request(let url):
+                        if url != queue[index].urlIndex { queue[index] = queue[index].at(url) }
+                    case .held(let url):  // every URL held for the rest of the run: counted with the first's hold
+                        holds.countHeld(queue[index].resource.url(at: url).origin, queue[index].key)
+                        take(index)
+                        continue
+                    case .wait, .over:
+                        passed += 1
+                        continue
+                    }
+                } else {
+                    switch holds.admission(queue[index], now: now) {
+                    case .go: break
+                    case .held:  // held for the rest of the run: not requested, counted once
+                        take(index)
+                        continue
+                    case .wait:  // one request probes the origin, the others wait for its answer
+                        passed += 1
+                        position = max(position, min(feedQueues[f].runEnd[position - 1], jobs.count))
+                        continue
+                    }
                 }
                 switch admit(queue[index]) {
                 case .start:
@@ -178,11 +194,41 @@ final class RunBoard: @unchecked Sendable {
 
     /// See `OriginHolds.hold`.
     func holdOrigin(_ origin: String, cause: String, retryAfter: Int64?, policy: RetryPolicy, startedAt: Instant, now: Instant,
-                    failed key: ResourceKey, using random: inout some RandomNumberGenerator) -> (hold: OriginHold, wait: Int64, forTheRun: Bool) {
+                    failed key: ResourceKey, counted: Bool = true,
+                    using random: inout some RandomNumberGenerator) -> (hold: OriginHold, wait: Int64, forTheRun: Bool) {
         queueLock.lock()
         defer { queueLock.unlock() }
         return holds.hold(origin, cause: cause, retryAfter: retryAfter, policy: policy, startedAt: startedAt, now: now, failed: key,
-                          using: &random)
+                          counted: counted, using: &random)
+    }
+
+    /// A resource with mirrors (SPEC §8) whose request to its current URL failed: where its
+    /// pass goes next, given the holds now (`MirrorOrder.next`).
+    func nextURL(_ job: TransferJob, now: Instant) -> MirrorOrder.Choice {
+        queueLock.lock()
+        defer { queueLock.unlock() }
+        guard let pass = job.mirrorPass else { return .over }
+        return pass.next { holds.admission(of: job.resource.url(at: $0).origin, now: now) }
+    }
+
+    /// Why listed URL `index` of `job` is held now ("origin held: HTTP 503"), nil when not.
+    func heldCause(_ job: TransferJob, _ index: Int, now: Instant) -> String? {
+        queueLock.lock()
+        defer { queueLock.unlock() }
+        return holds.cause(of: job.resource.url(at: index).origin, now: now).map { "origin held: " + $0 }
+    }
+
+    /// Whether every listed URL of `job` is held for the rest of the run; then it is
+    /// counted with its first URL's hold, and that hold's end is returned.
+    func heldForTheRun(_ job: TransferJob, first: Int, now: Instant) -> Instant? {
+        queueLock.lock()
+        defer { queueLock.unlock() }
+        for index in 0..<job.resource.urlCount where holds.admission(of: job.resource.url(at: index).origin, now: now) != .held {
+            return nil
+        }
+        let origin = job.resource.url(at: first).origin
+        holds.countHeld(origin, job.key)
+        return holds.until(of: origin)
     }
 
     /// See `OriginHolds.holdForTheRun`.
@@ -359,7 +405,7 @@ final class RunBoard: @unchecked Sendable {
         defer { eventLock.unlock() }
         switch event {  // a transfer that ended leaves the progress lines at once, not at its shard's next tick
         case .placed(let key, _, _, _, _, _), .fresh(let key), .paused(let key, _, _, _), .retrying(let key, _, _), .failed(let key, _, _, _),
-             .heldWithOrigin(let key, _, _, _, _):
+             .heldWithOrigin(let key, _, _, _, _), .nextURL(let key, _, _):
             if progressByShard.count > 1 {
                 for shard in progressByShard.indices { progressByShard[shard].removeAll { $0.key == key } }
             }

@@ -42,7 +42,7 @@ struct ShardLedger {
         record(placedIn: folders ?? []) { [job = transfer.job, clearPartial = transfer.partialRecorded] state in
             try state.recordValidated(job.key, urlHash: job.urlHash, validators: validators, length: length, sha256: sha256,
                                       placed: folders != nil, encoding: job.resource.encoding, at: now, clearPartial: clearPartial,
-                                      response: response)
+                                      response: response, answeredBy: job.answeringURL)
         }
     }
 

@@ -30,10 +30,10 @@ final class ShardLimits {
     func canStart(_ job: TransferJob, beside active: Dictionary<CurlEasy.ID, Transfer>.Values) -> RunBoard.Admission {
         var sameFeed = 0
         var sameOrigin = 0
-        let url = job.resource.url
+        let url = job.url
         for transfer in active {
             if transfer.job.feed === job.feed { sameFeed += 1 }
-            if RunBoard.sameOrigin(transfer.job.resource.url, url) { sameOrigin += 1 }
+            if RunBoard.sameOrigin(transfer.job.url, url) { sameOrigin += 1 }
         }
         if let limiter = limiters[job.feed.name] {
             limiter.refill(now: Date().timeIntervalSince1970)

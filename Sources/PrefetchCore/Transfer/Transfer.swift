@@ -44,6 +44,10 @@ final class Transfer {
     private let allowance: MeteredAllowance?
     /// Bytes of the budget reserved for this transfer when it started (known sizes).
     var reservedBudget: UInt64 = 0
+    /// The room under `max_cache_size` (SPEC §8), and the file length this transfer holds
+    /// room for (from the job's admitted length up, as it takes more).
+    private let cacheAllowance: CacheAllowance?
+    private var cacheHeld: UInt64
     /// On a real disk, writeback of each few MiB starts as they arrive, so the fsync
     /// before placement waits for little more than the tail (and a big file is not all
     /// dirty in memory at once).
@@ -75,7 +79,9 @@ final class Transfer {
     /// state.db records a partial for this resource (nothing else could be resumed).
     init(job: TransferJob, easy: CurlEasy, partialName: String, existing: (file: FileDescriptor, size: UInt64, inode: UInt64)?,
          globalCap: UInt64, bootID: String, pool: BufferPool, limiter: RateLimiter? = nil, allowance: MeteredAllowance? = nil, startWriteback: Bool = false,
-         faults: FaultPoints = .none, createFile: @escaping () -> Result<FileDescriptor, Errno>) {
+         faults: FaultPoints = .none, cacheAllowance: CacheAllowance? = nil, createFile: @escaping () -> Result<FileDescriptor, Errno>) {
+        self.cacheAllowance = cacheAllowance
+        cacheHeld = job.cacheAdmitted
         self.bootID = bootID
         self.pool = pool
         self.faults = faults
@@ -88,9 +94,10 @@ final class Transfer {
         self.file = existing?.file
         self.partialName = partialName
         self.createFile = createFile
-        machine = TransferStateMachine(url: job.resource.url, size: job.resource.size, maxSize: job.resource.maxSize, globalCap: globalCap,
+        machine = TransferStateMachine(url: job.url, size: job.resource.size, maxSize: job.resource.maxSize, globalCap: globalCap,
                                        sha256: job.resource.sha256, encoding: job.resource.encoding, offered: ContentCodings.offered,
-                                       cachedValidators: job.cachedValidators, partial: job.partial)
+                                       cachedValidators: job.cachedValidators, partial: job.partial,
+                                       partialAtAnotherURL: job.partial.map { $0.servedBy != job.urlKey } ?? false)
         let trusted = job.partial.flatMap { partial in
             PartialTrust.trustedLength(record: partial, urlHash: job.urlHash, file: existing.map { ($0.size, $0.inode) }, bootID: bootID)
         }
@@ -119,6 +126,9 @@ final class Transfer {
     var refusedResume: UInt64 { max(machine.refusedResume, job.refusedResume) }
     var pausedForRate: Bool { machine.hold == .rate }
     var pausedForBudget: Bool { machine.hold == .budget }
+    var pausedForCacheFull: Bool { machine.hold == .cacheFull }
+    /// The file length this transfer holds room for under `max_cache_size`.
+    var cacheRoomHeld: UInt64 { cacheHeld }
     /// Whether a response's body has begun (before: connecting or waiting for the answer).
     var receiving: Bool { machine.phase == .receiving || machine.phase == .discarding }
 
@@ -253,6 +263,10 @@ final class Transfer {
         case .holdForRecord: return CurlEasy.pauseWriting  // libcurl keeps these bytes and hands them over again
         case .write: break
         }
+        if let cacheAllowance, !holdsCacheRoom(for: bytes.count, in: cacheAllowance) {
+            machine.held(.cacheFull)
+            return CurlEasy.pauseWriting
+        }
         // What the chunk moved over the wire: itself, or for a decoded body the bytes libcurl
         // read since the last chunk counted (the first chunk of a read carries the read; the
         // others none, and are not held for rate or budget again).
@@ -288,6 +302,20 @@ final class Transfer {
             writebackFrom = written
         }
         return bytes.count
+    }
+
+    /// Whether the file, once this chunk is written, stays within the room it holds under
+    /// `max_cache_size`, taking more when it does not (SPEC §8): the length its
+    /// `Content-Length` announces counts from the first chunk (a decoded body's counts the
+    /// wire, so there only what is written), else what is written. Asked again for a chunk
+    /// handed over again after a pause, it takes nothing twice.
+    private func holdsCacheRoom(for count: Int, in allowance: CacheAllowance) -> Bool {
+        let announced = machine.decodesBody ? 0 : machine.expectedTotal ?? 0
+        let end = max(offset + UInt64(count), announced)
+        guard end > cacheHeld else { return true }
+        guard allowance.take(end - cacheHeld) else { return false }
+        cacheHeld = end
+        return true
     }
 
     /// A body begins: the machine says whether and where it is written.
@@ -369,8 +397,10 @@ final class Transfer {
 
     /// The partial's record with `offset` known durable: validators, this boot, this inode.
     func partialRecord(syncedOffset offset: UInt64, validators: Validators? = nil, total: UInt64?? = nil, at time: Instant) -> PartialState {
-        machine.partialRecord(urlHash: job.urlHash, syncedOffset: offset, validators: validators, total: total, bootID: bootID,
-                              inode: fileInode, at: time)
+        var record = machine.partialRecord(urlHash: job.urlHash, syncedOffset: offset, validators: validators, total: total, bootID: bootID,
+                                           inode: fileInode, at: time)
+        record.servedBy = job.urlKey
+        return record
     }
 
     /// Bytes of the partial that reached the file (the last few may still be gathering in

@@ -13,6 +13,9 @@ enum RunEvent {
     /// A transfer paused (resumably or not: `partial` says what became of its bytes).
     case paused(ResourceKey, reason: String, partial: PartialFate, refusedResume: UInt64 = 0)
     case retrying(ResourceKey, message: String, after: Int64)
+    /// A request to one of a resource's URLs failed, and the next listed URL is asked at
+    /// once (SPEC §8, mirrors): no attempt is counted.
+    case nextURL(ResourceKey, message: String, url: String)
     /// A request failed in a way that holds its origin (SPEC §6, §7), and the resource is not
     /// given up in this run: what becomes of it is the hold's to say (its probe, at `until`,
     /// or the origin's `held` line at the end), not a retry of its own `after` seconds on.
@@ -140,6 +143,8 @@ final class TransferEngine {
     /// This boot's id, recorded with every partial (SPEC §5).
     private let bootID: String
     private let faults: FaultPoints
+    /// The room left under `max_cache_size` (SPEC §8); nil: no cap.
+    private let cacheAllowance: CacheAllowance?
 
     static let threadsFrom = 64
     static let maxThreads = 4
@@ -152,8 +157,10 @@ final class TransferEngine {
     /// `environment` is for manifest headers' `${VAR}`, and tells whether libcurl will find
     /// a proxy there (`mayUseProxy`); `threads` and `bootID` come parsed (`Settings`).
     init(cache: CacheFolder, state: StateStore, config: Config, environment: [String: String], threads: Int?, bootID: String,
-         faults: FaultPoints = .none, metered: Bool, meteredUsedToday: [String: UInt64] = [:], clock: @escaping () -> Instant, onEvent: @escaping (RunEvent) -> Void) {
+         faults: FaultPoints = .none, metered: Bool, meteredUsedToday: [String: UInt64] = [:], cacheAllowance: CacheAllowance? = nil,
+         clock: @escaping () -> Instant, onEvent: @escaping (RunEvent) -> Void) {
         _ = CurlGlobal.initialized
+        self.cacheAllowance = cacheAllowance
         self.bootID = bootID
         self.faults = faults
         requestedThreads = threads
@@ -238,7 +245,7 @@ final class TransferEngine {
                         limits: ShardLimits(index: index, of: count, concurrency: Self.share(config.concurrency, index, count),
                                             perHost: Self.share(config.perHost, index, count), allowances: allowances, limiters: limiters),
                         board: board, cache: cache, config: config, environment: environment, metered: metered,
-                        pool: pool, bootID: bootID, faults: faults, clock: clock)
+                        pool: pool, bootID: bootID, faults: faults, cacheAllowance: cacheAllowance, clock: clock)
         }
         let stop = UncheckedSendable(stopRequested)
         let done = DispatchGroup()

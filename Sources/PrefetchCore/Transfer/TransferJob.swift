@@ -20,11 +20,72 @@ struct TransferJob {
     var partial: PartialState?
     /// Consecutive failures in this release before this attempt.
     var failures: Int
+    /// Under `max_cache_size` (SPEC §8): the file's length the plan admitted it at (its
+    /// expected size, else the bytes of its partial already counted); writing past it takes
+    /// room from the run's `CacheAllowance`.
+    var cacheAdmitted: UInt64 = 0
     /// Not started before this instant (a retry within the run).
     var notBefore: Instant = .distantPast
     /// Where an earlier attempt of this run asked to resume, when the server answered with
     /// the whole file (0: none): the line the resource ends with says so.
     var refusedResume: UInt64 = 0
+    /// The listed URL this request goes to (0: `url`, then the mirrors; SPEC §8).
+    var urlIndex = 0
+    /// For a resource with mirrors: the pass over its URLs (nil for one without).
+    var mirrorPass: MirrorOrder?
+    /// For a resource with mirrors: which listed URL served the cached copy (nil: none
+    /// listed now), and, when that copy is revalidated, each listed URL's validators of it
+    /// (nil: none known there).
+    var servedIndex: Int?
+    var validatorsByURL: [Validators?]?
+}
+
+extension TransferJob {
+    /// The URL this request goes to.
+    var url: ResourceURL { urlIndex == 0 ? resource.url : resource.url(at: urlIndex) }
+
+    /// How state.db names the URL a partial began at: nil for `url`, else its identity hash.
+    var urlKey: String? { urlIndex == 0 ? nil : url.identityHash }
+
+    /// The same job, its next request going to listed URL `index`: the validators sent
+    /// there are that URL's own (SPEC §8).
+    func at(_ index: Int) -> TransferJob {
+        var job = self
+        job.urlIndex = index
+        if let byURL = validatorsByURL { job.cachedValidators = byURL[index] }
+        return job
+    }
+
+    /// The job's URLs as SPEC §8 says, from what state.db recorded of the copy (`revalidates`:
+    /// the copy is current and would be revalidated): for a resource with mirrors, its first
+    /// pass (the URL that served the copy first) and each URL's own validators; for one
+    /// without, a copy a mirror served (mirrors since dropped) is revalidated only with
+    /// `url`'s own validators.
+    mutating func listURLs(recorded: ResourceState?, revalidates: Bool) {
+        let served = recorded?.servedBy
+        guard resource.mirrors != nil else {
+            if let hash = served?.hash, hash != urlHash, revalidates { cachedValidators = served?.validators[urlHash] }
+            return
+        }
+        let hashes = (0..<resource.urlCount).map { $0 == 0 ? urlHash : resource.url(at: $0).identityHash }
+        let servedHash = served?.hash ?? urlHash
+        servedIndex = hashes.firstIndex(of: servedHash)
+        let pass = MirrorOrder(count: hashes.count, servedBy: servedIndex)
+        mirrorPass = pass
+        if revalidates, let recorded {
+            validatorsByURL = hashes.indices.map { index in
+                index == servedIndex ? recorded.validators : served?.validators[hashes[index]]
+            }
+        }
+        self = at(pass.order[0])
+    }
+
+    /// What state.db records of the URL that answered, for a resource with mirrors.
+    var answeringURL: MirrorURL? {
+        guard mirrorPass != nil else { return nil }
+        return MirrorURL(hash: urlIndex == 0 ? urlHash : url.identityHash, shown: urlIndex == 0 ? nil : url.redacted,
+                         servedCopy: servedIndex == urlIndex)
+    }
 }
 
 extension TransferJob {

@@ -48,6 +48,8 @@ struct TransferStateMachine {
         case rate
         /// The feed's metered budget is used: the engine takes the transfer out, resumably.
         case budget
+        /// The body would pass `max_cache_size` (SPEC §8): the engine pauses it, resumably.
+        case cacheFull
     }
 
     /// What the next request asks for.
@@ -110,6 +112,9 @@ struct TransferStateMachine {
 
     // What the transfer is for.
     private let resourceURL: ResourceURL
+    /// The partial it was given began at another of the resource's URLs (SPEC §8): it
+    /// resumes only with a `sha256`, without `If-Range`.
+    private let partialAtAnotherURL: Bool
     private let size: UInt64?
     private let sha256: String?
     /// The transfer's `encoding` mode (§7's resumable rule reads it).
@@ -178,8 +183,9 @@ struct TransferStateMachine {
     static let drainLimit: UInt64 = 64 * 1024
 
     init(url: ResourceURL, size: UInt64?, maxSize: UInt64?, globalCap: UInt64, sha256: String?, encoding: EncodingMode = .refuse,
-         offered: [String] = [], cachedValidators: Validators?, partial: PartialState?) {
+         offered: [String] = [], cachedValidators: Validators?, partial: PartialState?, partialAtAnotherURL: Bool = false) {
         resourceURL = url
+        self.partialAtAnotherURL = partialAtAnotherURL
         self.encoding = encoding
         self.offered = encoding == .decode ? offered : []
         self.url = url.text
@@ -233,9 +239,16 @@ struct TransferStateMachine {
     mutating func resume(trusted: UInt64?) -> UInt64 {
         precondition(state == .queued)
         guard let trusted, trusted > 0, let partial = recordedPartial else { return 0 }
-        guard case .resume(let guardedBy) = ResumeRule.judge(partial.response, sha256Given: sha256 != nil, encoding: encoding) else { return 0 }
+        guard case .resume(let guardedBy) = ResumeRule.judge(partial.response, sha256Given: sha256 != nil, encoding: encoding,
+                                                             atAnotherURL: partialAtAnotherURL) else { return 0 }
         ifRange = guardedBy
         partialResponse = partial.response
+        if partialAtAnotherURL {
+            // Another URL's validators say nothing here (SPEC §8): the `sha256` checks the
+            // result, and the 206 that continues it gives the partial this URL's own.
+            partialResponse.etag = nil
+            partialResponse.lastModified = nil
+        }
         offset = trusted
         requestedFrom = trusted
         // Durable for certain: what an fsync recorded, not more (the rest is trusted only in this boot).

@@ -1,0 +1,46 @@
+/// Applies `CacheBudget`'s decision to a plan (SPEC §8): due rows the cap does not admit
+/// become `deferred` (`cache full (max_cache_size)` or `larger than max_cache_size`, `next`
+/// null), and the plan records the cap, the use and the room to be made. Pure.
+enum CacheAdmission {
+    /// `plan`'s rows must still be in manifest order (before `Planner.orderDueWork`).
+    static func apply(_ plan: inout Plan, input: PlanInput) {
+        guard let cap = input.maxCacheSize else { return }
+        let usage = input.cacheUsage ?? CacheUsage(used: 0)
+        var requests: [CacheBudget.Request] = []
+        var rows: [(feed: Int, item: Int)] = []
+        for (f, feedPlan) in plan.feeds.enumerated() {
+            for (i, item) in feedPlan.items.enumerated() where item.status == .due {
+                let key = ResourceKey(feed: feedPlan.name, path: item.path)
+                // The copy it replaces goes at the rename: the cache grows by the difference.
+                let old = input.cached.contains(key) ? input.state.resources[key]?.length ?? 0 : 0
+                requests.append(CacheBudget.Request(priority: item.priority, feed: feedPlan.name, index: i, bytes: item.bytes,
+                                                    need: item.remaining.map { $0 - min($0, old) }))
+                rows.append((f, i))
+            }
+        }
+        let decision = CacheBudget.decide(cap: cap, used: usage.used, requests: requests, candidates: usage.candidates.map { CacheBudget.Candidate(bytes: $0.bytes, placed: $0.placed) })
+        for (verdict, row) in zip(decision.verdicts, rows) where verdict != .admitted {
+            var item = plan.feeds[row.feed].items[row.item]
+            item.status = .deferred
+            item.reason = verdict == .tooLarge ? CacheBudget.tooLargeReason : CacheBudget.cacheFullReason
+            item.next = nil
+            item.windowEnd = nil
+            item.nextOpening = nil
+            plan.feeds[row.feed].items[row.item] = item
+        }
+        let waiting = decision.verdicts.contains(.cacheFull)
+        plan.cache = CachePlan(maxBytes: cap, used: usage.used, usedAfter: decision.used,
+                               removals: decision.removals.map { usage.candidates[$0] },
+                               moreRoomAt: waiting ? usage.moreRoomIn.map { input.now.advanced(bySeconds: $0) } : nil)
+    }
+}
+
+extension PlanInput {
+    /// With `max_cache_size` set, what the cache holds now (`CacheUsage`, read from disk),
+    /// for the admission above; without, nothing is read.
+    mutating func measureCache(_ maxCacheSize: ByteSize?, in cache: CacheFolder?) {
+        guard let maxCacheSize else { return }
+        self.maxCacheSize = maxCacheSize.bytes
+        cacheUsage = CacheUsage.measure(cache, feeds: feeds, recorded: state.feeds.keys)
+    }
+}
