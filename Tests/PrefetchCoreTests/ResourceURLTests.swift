@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import PrefetchCore
 
@@ -50,6 +51,39 @@ import Testing
         #expect(url.redacted == (c.redacted ?? c.text))
         #expect(url.description == url.redacted)
         #expect(url.origin == "\(c.scheme)://\(c.host):\(c.port)")
+    }
+
+    /// The short way a plain URL is read agrees with the long way on every URL: on seeded
+    /// random texts made of the parts that decide between them (scheme case, `@`, `[`, ports
+    /// in and out of range, a second `:`, upper case, spaces, non-ASCII, `?` and `#` in every
+    /// order). `PREFETCH_URL_SEED` replays a seed.
+    @Test func theShortWayAgreesWithTheLongWay() {
+        let seed = ProcessInfo.processInfo.environment["PREFETCH_URL_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64(UInt32.max))
+        print("ResourceURLTests: PREFETCH_URL_SEED=\(seed)")
+        var random = SplitMix64(seed: seed)
+        let schemes = ["https://", "http://", "HTTPS://", "Http://", "ftp://", "https:/", "https:", ""]
+        let hosts = ["cdn.example.com", "Cdn.example.com", "h", "", "u@h", "[::1]", "h.example:8443", "h:", "h:0", "h:65536", "h:99999999999",
+                     "h:1:2", "h:x", "é.example", "h h", "storage.example.io:443"]
+        let rests = ["", "/", "/a/b.bin", "/a%20b", "/a b", "?q=1", "/x?sig=abc#frag", "#f", "/é", "/a?b?c", "/\u{7f}", "/%2F", "/x#a?b"]
+        var plain = 0
+        for round in 0..<3000 {
+            let text = schemes[Int(random.next() % UInt64(schemes.count))] + hosts[Int(random.next() % UInt64(hosts.count))]
+                + rests[Int(random.next() % UInt64(rests.count))] + (random.next() % 4 == 0 ? rests[Int(random.next() % UInt64(rests.count))] : "")
+            var interned: StringInterner? = StringInterner()
+            var full: StringInterner? = StringInterner()
+            let short = Result { () throws(ValueError) in try ResourceURL.parse(text, hosts: &interned) }
+            let long = Result { () throws(ValueError) in try ResourceURL.parseInFull(text, hosts: &full) }
+            switch (short, long) {
+            case (.success(let a), .success(let b)):
+                #expect(a == b, "seed \(seed), round \(round): \(text)")
+                plain += 1
+            case (.failure(let a), .failure(let b)):
+                #expect(a.message == b.message && a.offset == b.offset, "seed \(seed), round \(round): \(text)")
+            default:
+                Issue.record("seed \(seed), round \(round): \(text): \(short) against \(long)")
+            }
+        }
+        #expect(plain > 300)
     }
 
     @Test func redactedNeverShowsQueryValues() throws {

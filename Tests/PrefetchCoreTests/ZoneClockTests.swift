@@ -178,4 +178,68 @@ import Testing
         }
         #expect(repeated == repeats)
     }
+
+    /// Times as `TimeFormat` wrote them with string interpolation and one zone question per
+    /// offset: the reference the byte writer and the offset cache are checked against.
+    static func localReference(_ instant: Int64, clock: ZoneClock, withUTC: Bool) -> String {
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        func offsetText(_ seconds: Int64) -> String {
+            let magnitude = Int(abs(seconds))
+            return (seconds < 0 ? "-" : "+") + two(magnitude / 3600) + ":" + two(magnitude % 3600 / 60)
+        }
+        let offset = clock.offset(at: instant)
+        let c = CivilTime(secondsAsUTC: instant + offset)
+        let name = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"][LocalDay.containing(instant, clock: clock).weekday]
+        var text = "\(name) \(c.year)-\(two(c.month))-\(two(c.day)) \(two(c.hour)):\(two(c.minute))"
+        if c.second != 0 { text += ":\(two(c.second))" }
+        text += " " + offsetText(offset)
+        if withUTC {
+            let u = CivilTime(secondsAsUTC: instant)
+            text += " (" + (u.day != c.day ? "\(two(u.month))-\(two(u.day)) " : "") + "\(two(u.hour)):\(two(u.minute)) UTC)"
+        }
+        return text
+    }
+
+    static func rfc3339Reference(_ instant: Int64, clock: ZoneClock) -> String {
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        let offset = clock.offset(at: instant)
+        let c = CivilTime(secondsAsUTC: instant + offset)
+        let magnitude = Int(abs(offset))
+        return "\(c.year)-\(two(c.month))-\(two(c.day))T\(two(c.hour)):\(two(c.minute)):\(two(c.second))"
+            + (offset < 0 ? "-" : "+") + two(magnitude / 3600) + ":" + two(magnitude % 3600 / 60)
+    }
+
+    /// A plan's thousands of times, formatted with one `ZoneOffsets` per zone as the plan
+    /// does, read as one zone question each gave them: in zones with DST both ways, half
+    /// hours (Lord Howe, Adelaide), 45 minutes (Chatham), none (Kolkata, UTC), a negative
+    /// offset (New York), over runs of instants that step across transitions (forwards, in
+    /// small and large steps, and back), over every year an `Instant` holds. `PREFETCH_TIMES_SEED` replays a seed.
+    @Test func timesWithCachedOffsetsReadAsBefore() throws {
+        let seed = ProcessInfo.processInfo.environment["PREFETCH_TIMES_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64(UInt32.max))
+        print("ZoneClockTests: PREFETCH_TIMES_SEED=\(seed)")
+        var random = SplitMix64(seed: seed)
+        let zones = ["Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Australia/Adelaide", "Pacific/Chatham", "Asia/Kolkata",
+                     "UTC", "Africa/Casablanca", "America/Sao_Paulo"]
+        for name in zones {
+            let clock = ZoneClock(try #require(TimeZone(identifier: name)))
+            var offsets = ZoneOffsets(clock)
+            var instant = Self.utc("2026-03-01T00:00:00Z") + Int64(random.next() % (400 * 86_400))
+            for step in 0..<1500 {
+                switch random.next() % 10 {
+                case 0: instant -= Int64(random.next() % 200_000)  // back
+                case 1: instant += Int64(random.next() % 20_000_000)  // far ahead
+                case 2: instant = Int64(random.next() % 18_000_000_000) - 9_000_000_000  // any year an Instant holds (1684 to 2255)
+                default: instant += Int64(random.next() % 7200)
+                }
+                instant = min(max(instant, -9_000_000_000), 9_000_000_000)
+                let withUTC = random.next() % 2 == 0
+                #expect(TimeFormat.local(Instant(seconds: instant), offsets: &offsets, withUTC: withUTC)
+                        == Self.localReference(instant, clock: clock, withUTC: withUTC), "seed \(seed), \(name), step \(step), \(instant)")
+                #expect(TimeFormat.rfc3339(Instant(seconds: instant), offsets: &offsets) == Self.rfc3339Reference(instant, clock: clock),
+                        "seed \(seed), \(name), step \(step), \(instant)")
+                #expect(TimeFormat.local(Instant(seconds: instant), clock: clock, withUTC: withUTC)
+                        == Self.localReference(instant, clock: clock, withUTC: withUTC), "seed \(seed), \(name), step \(step), \(instant)")
+            }
+        }
+    }
 }

@@ -99,7 +99,9 @@ public enum Priority: String, Sendable, Hashable, Comparable, CaseIterable {
 }
 
 /// One resource of a feed. Compact, as a manifest may list a million: the URL as its text
-/// with offsets (`ResourceURL`), the `sha256` as 32 bytes inline.
+/// with offsets (`ResourceURL`), the `sha256` as 32 bytes inline, the optional sizes and
+/// times as plain numbers with a bit each saying whether they are there (an `Optional` of a
+/// number takes twice its width), the entry's line and column as 32-bit numbers.
 public struct Resource: Sendable {
     /// Where to fetch it from.
     public var url: ResourceURL
@@ -109,20 +111,44 @@ public struct Resource: Sendable {
     /// Where it goes, relative to `CACHE/<feed>/`.
     public var path: String
     private var digest: Digest256?
-    /// Exact expected length in bytes.
-    public var size: UInt64?
-    /// Upper bound when the length is not known exactly.
-    public var maxSize: UInt64?
-    /// Never fetched before this instant.
-    public var notBefore: Instant?
-    /// Removed from the cache after this instant.
-    public var expires: Instant?
+    private var numbers: (UInt64, UInt64, Int64, Int64) = (0, 0, 0, 0)
+    /// Which of `numbers` are there: bit 0 `size`, 1 `maxSize`, 2 `notBefore`, 3 `expires`.
+    private var present: UInt8 = 0
     public var priority: Priority
     /// Its effective `encoding` (SPEC §7): its own, else its feed's, else `refuse`.
     public var encoding: EncodingMode = .refuse
+    private var line: UInt32, column: UInt32
     public var headers: [HeaderField]
+
+    /// Exact expected length in bytes.
+    public var size: UInt64? {
+        get { present & 1 != 0 ? numbers.0 : nil }
+        set { numbers.0 = newValue ?? 0; mark(0, newValue != nil) }
+    }
+    /// Upper bound when the length is not known exactly.
+    public var maxSize: UInt64? {
+        get { present & 2 != 0 ? numbers.1 : nil }
+        set { numbers.1 = newValue ?? 0; mark(1, newValue != nil) }
+    }
+    /// Never fetched before this instant.
+    public var notBefore: Instant? {
+        get { present & 4 != 0 ? Instant(nanoseconds: numbers.2) : nil }
+        set { numbers.2 = newValue?.nanoseconds ?? 0; mark(2, newValue != nil) }
+    }
+    /// Removed from the cache after this instant.
+    public var expires: Instant? {
+        get { present & 8 != 0 ? Instant(nanoseconds: numbers.3) : nil }
+        set { numbers.3 = newValue?.nanoseconds ?? 0; mark(3, newValue != nil) }
+    }
     /// Where the resource's entry starts in the manifest.
-    public var location: SourceLocation
+    public var location: SourceLocation {
+        get { SourceLocation(line: Int(line), column: Int(column)) }
+        set { (line, column) = (UInt32(clamping: newValue.line), UInt32(clamping: newValue.column)) }
+    }
+
+    private mutating func mark(_ bit: Int, _ isThere: Bool) {
+        if isThere { present |= 1 << bit } else { present &= ~(1 << bit) }
+    }
 
     /// Expected SHA-256, lowercase hex.
     public var sha256: String? { digest?.hex }
@@ -136,25 +162,22 @@ public struct Resource: Sendable {
     /// Every listed URL in order: `url`, then the mirrors.
     public var urls: [ResourceURL] { [url] + (mirrors ?? []) }
 
-    /// A resource; `sha256`, when given, is 64 lowercase hex digits (as the decoder makes it).
-    init(url: ResourceURL, path: String, sha256: String?, size: UInt64?, maxSize: UInt64?, notBefore: Instant?, expires: Instant?,
+    /// A resource; `digest` is its `sha256`.
+    init(url: ResourceURL, path: String, digest: Digest256?, size: UInt64?, maxSize: UInt64?, notBefore: Instant?, expires: Instant?,
          priority: Priority, headers: [HeaderField], location: SourceLocation, encoding: EncodingMode = .refuse,
          mirrors: [ResourceURL]? = nil) {
         self.url = url
         self.mirrors = mirrors
         self.path = path
-        self.digest = sha256.map { text in
-            guard let digest = Digest256(hex: text) else { preconditionFailure("sha256 is not 64 lowercase hex digits") }
-            return digest
-        }
+        self.digest = digest
+        self.priority = priority
+        self.headers = headers
+        (line, column) = (UInt32(clamping: location.line), UInt32(clamping: location.column))
+        self.encoding = encoding
         self.size = size
         self.maxSize = maxSize
         self.notBefore = notBefore
         self.expires = expires
-        self.priority = priority
-        self.headers = headers
-        self.location = location
-        self.encoding = encoding
     }
 }
 

@@ -74,8 +74,9 @@ public struct FeedDecoder {
         guard case .success(let info) = opened.status(), info.st_size <= limit else { return nil }
         var reader = NodeReader(file: file)
         let resources = ResourceDecoder(config: config, file: file)
+        // Each resource straight from the parser's events, with no node tree of its own.
         guard let document = YAMLParser.parseFile(opened, limit: limit, limits: FeedDecoder.scalars,
-                                                  streaming: (key: "resources", handler: resources.decode),
+                                                  streaming: .events(key: "resources", collector: resources.collector(fileSize: Int(info.st_size))),
                                                   stopWhen: { $0 + resources.errorCount > 0 }),
               document.problems.isEmpty, document.stoppedAt == nil, let root = document.root, !root.isNull else { return nil }
         let feed = decodeFeed(root, file: file, defaultName: nil, reader: &reader, resources: resources)

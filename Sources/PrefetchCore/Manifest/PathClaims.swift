@@ -132,8 +132,27 @@ struct PathClaims {
         slots[slot] = Int32(edges.count)
         edges.append(edge)
         guard edges.count * 2 > slots.count else { return }
-        // Grow: twice the slots, every edge placed again.
-        slots = [Int32](repeating: -1, count: slots.count * 2)
+        rehash(slots: slots.count * 2)
+    }
+
+    /// Room for `factor` times the paths claimed so far, made at once: when the number
+    /// of paths a feed will claim can be told early (`ResourceDecoder`), the arrays are
+    /// not doubled (and copied) again and again on the way, nor left up to half empty.
+    mutating func reserve(growth factor: Double) {
+        guard factor > 1, factor < 1e7 else { return }
+        func grown(_ count: Int) -> Int { Int((Double(count) * factor).rounded(.up)) }
+        arena.reserveCapacity(grown(arena.count))
+        edges.reserveCapacity(grown(edges.count))
+        fileLine.reserveCapacity(grown(fileLine.count))
+        folderLine.reserveCapacity(grown(folderLine.count))
+        var wanted = slots.count
+        while wanted < 2 * grown(edges.count) { wanted *= 2 }
+        if wanted > slots.count { rehash(slots: wanted) }
+    }
+
+    /// Every edge placed again, in a table of `count` slots (a power of two).
+    private mutating func rehash(slots count: Int) {
+        slots = [Int32](repeating: -1, count: count)
         let mask = slots.count - 1
         arena.withUnsafeBufferPointer { all in
             for (index, edge) in edges.enumerated() {

@@ -1,7 +1,38 @@
 /// Decodes a feed's resources one at a time, as the YAML parser completes each entry, so
 /// their nodes never pile up; checks paths across the feed as it goes.
 final class ResourceDecoder {
-    static let keys = ["url", "path", "sha256", "size", "max_size", "not_before", "expires", "priority", "headers", "encoding", "mirrors"]
+    /// A resource's keys, in the order docs/manifests.md documents them: the one table both
+    /// ways of reading a resource go by (a new key is a case here and its lines in `decode`).
+    enum Field: Int, CaseIterable {
+        case url, path, sha256, size, maxSize, notBefore, expires, priority, headers, encoding, mirrors
+
+        /// The key as a manifest writes it.
+        var key: String {
+            switch self {
+            case .url: return "url"
+            case .path: return "path"
+            case .sha256: return "sha256"
+            case .size: return "size"
+            case .maxSize: return "max_size"
+            case .notBefore: return "not_before"
+            case .expires: return "expires"
+            case .priority: return "priority"
+            case .headers: return "headers"
+            case .encoding: return "encoding"
+            case .mirrors: return "mirrors"
+            }
+        }
+    }
+
+    static let keys = Field.allCases.map(\.key)
+
+    /// A resource's values by key, as either reader found them; each taken out once (moved,
+    /// not copied: a manifest has hundreds of thousands).
+    struct Fields: ~Copyable {
+        var nodes: [YAMLNode?]
+
+        mutating func take(_ field: Field) -> YAMLNode? { nodes[field.rawValue].take() }
+    }
 
     private let config: Config
     private var reader: NodeReader
@@ -24,31 +55,63 @@ final class ResourceDecoder {
         self.reader = NodeReader(file: file)
     }
 
-    /// Decodes one entry of `resources`.
+    /// A collector that hands each clean entry of `resources` straight from the parser's
+    /// events to `decode(_:at:)` (`FeedDecoder.decodeClean`); it refuses any entry with
+    /// something to report, which the caller then reads the whole way.
+    ///
+    /// `fileSize`, the manifest's bytes, tells how many entries to make room for once the
+    /// first `sample` are read (`reserve`).
+    func collector(fileSize: Int) -> FlatItemCollector {
+        FlatItemCollector(keys: Self.keys, limits: FeedDecoder.scalars) { [unowned self] nodes, at, offset in
+            count += 1
+            if count == 1 { firstOffset = offset }
+            if count == Self.sample + 1 { reserve(fileSize: fileSize, offset: offset) }
+            var fields = Fields(nodes: [])
+            swap(&fields.nodes, &nodes)
+            decode(&fields, at: at)
+            swap(&fields.nodes, &nodes)  // the collector's array again, for the next entry
+        }
+    }
+
+    /// Entries read before the rest are estimated.
+    static let sample = 1024
+    /// The byte offset where the first entry starts.
+    private var firstOffset = 0
+
+    /// Room for the entries the file's remaining bytes hold at the rate of the first
+    /// `sample` (which end at `offset`), with 2 % to spare: a feed's arrays, grown by doubling,
+    /// would be up to twice as large as their contents, and held twice while copied at each
+    /// growth (at a million resources, hundreds of MB). Room reserved and never used costs
+    /// address space only: its pages are never touched.
+    private func reserve(fileSize: Int, offset: Int) {
+        let sampled = offset - firstOffset
+        guard sampled > 0, fileSize > offset else { return }
+        let factor = Double(fileSize - firstOffset) / Double(sampled) * 1.02
+        guard factor > 1, factor < 1e7 else { return }
+        decoded.reserveCapacity(Int((Double(decoded.count) * factor).rounded(.up)))
+        paths.reserve(growth: factor)
+    }
+
+    /// Decodes one entry of `resources`, as the tree builder made it.
     func decode(_ item: YAMLNode) {
         count += 1
         guard let entries = reader.mapping(item, allowed: Self.keys, what: "a resource") else { return }
-        // One pass over the (few) entries: each key found once, not looked up once per field.
-        var urlEntry, pathEntry, shaEntry, sizeEntry, maxSizeEntry, notBeforeEntry, expiresEntry, priorityEntry, headersEntry: YAMLNode?
-        var encodingEntry, mirrorsEntry: YAMLNode?
+        var fields = Fields(nodes: [YAMLNode?](repeating: nil, count: Field.allCases.count))
         for entry in entries.pairs {
-            switch entry.name {
-            case "url": urlEntry = entry.pair.value
-            case "path": pathEntry = entry.pair.value
-            case "sha256": shaEntry = entry.pair.value
-            case "size": sizeEntry = entry.pair.value
-            case "max_size": maxSizeEntry = entry.pair.value
-            case "not_before": notBeforeEntry = entry.pair.value
-            case "expires": expiresEntry = entry.pair.value
-            case "priority": priorityEntry = entry.pair.value
-            case "headers": headersEntry = entry.pair.value
-            case "encoding": encodingEntry = entry.pair.value
-            case "mirrors": mirrorsEntry = entry.pair.value
-            default: break  // `mapping` reported it
-            }
+            guard let index = Self.keys.firstIndex(of: entry.name) else { continue }  // `mapping` reported it
+            fields.nodes[index] = entry.pair.value
         }
+        decode(&fields, at: item.location)
+    }
+
+    /// Decodes one entry of `resources` from its values by key; its mapping starts `at`.
+    private func decode(_ fields: inout Fields, at entry: SourceLocation) {
+        let urlEntry = fields.take(.url), pathEntry = fields.take(.path), shaEntry = fields.take(.sha256), sizeEntry = fields.take(.size)
+        let maxSizeEntry = fields.take(.maxSize), notBeforeEntry = fields.take(.notBefore), expiresEntry = fields.take(.expires)
+        let priorityEntry = fields.take(.priority), headersEntry = fields.take(.headers), encodingEntry = fields.take(.encoding)
+        let mirrorsEntry = fields.take(.mirrors)
         guard let urlNode = urlEntry else {
-            reader.error("a resource needs a 'url'", at: item.location)
+            reader.error("a resource needs a 'url'", at: entry)
             return
         }
         let url = reader.value(urlNode, what: "url", limit: InputLimits.url) { (text) throws(ValueError) -> ResourceURL in
@@ -67,16 +130,15 @@ final class ResourceDecoder {
             path = defaultPath(url, at: urlNode.location)
         }
 
-        var sha256: String?
+        var sha256: Digest256?
         if let node = shaEntry {
-            sha256 = reader.value(node, what: "sha256") { (text) throws(ValueError) -> String in
-                // 64 hex digits in lowercase, as they usually come: taken as they are.
-                if text.utf8.count == 64, text.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) { return text }
-                let lowered = text.lowercased()
-                guard lowered.utf8.count == 64, lowered.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else {
+            sha256 = reader.value(node, what: "sha256") { (text) throws(ValueError) -> Digest256 in
+                // 64 hex digits in lowercase, as they usually come: read as they are.
+                if let digest = Digest256(hex: text) { return digest }
+                guard let digest = Digest256(hex: text.lowercased()) else {
                     throw ValueError("sha256 must be 64 hexadecimal digits, found \(text.count) characters")
                 }
-                return lowered
+                return digest
             }
         }
         let size = sizeEntry.flatMap { reader.value($0, what: "size", ByteSize.parse) }
@@ -105,13 +167,13 @@ final class ResourceDecoder {
         let encoding = encodingEntry.flatMap { reader.encoding($0) }
         let mirrors = mirrorsEntry.flatMap { self.mirrors($0, url: url) }
 
-        guard let url, let path, claim(path, at: pathNode.location, entry: item.location) else { return }
+        guard let url, let path, claim(path, at: pathNode.location, entry: entry) else { return }
         if notBefore != nil || expires != nil {
             pending.append((decoded.count, notBefore, expires, expiresEntry?.location))
         }
         if encoding != nil { ownEncoding.insert(decoded.count) }
-        decoded.append(Resource(url: url, path: path, sha256: sha256, size: size?.bytes, maxSize: maxSize?.bytes,
-                                notBefore: nil, expires: nil, priority: priority, headers: headers, location: item.location,
+        decoded.append(Resource(url: url, path: path, digest: sha256, size: size?.bytes, maxSize: maxSize?.bytes,
+                                notBefore: nil, expires: nil, priority: priority, headers: headers, location: entry,
                                 encoding: encoding ?? .refuse, mirrors: mirrors))
     }
 

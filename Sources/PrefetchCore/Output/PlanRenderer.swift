@@ -62,9 +62,10 @@ public struct PlanRenderer {
             line.add("conditions", object: conditions)
             out += line.line + "\n"
             var times: [Instant: String] = [:]
+            var offsets = ZoneOffsets(feed.clock)
             func time(_ instant: Instant) -> String {
                 if let text = times[instant] { return text }
-                let text = TimeFormat.rfc3339(instant, clock: feed.clock)
+                let text = TimeFormat.rfc3339(instant, offsets: &offsets)
                 times[instant] = text
                 return text
             }
@@ -217,9 +218,10 @@ public struct PlanRenderer {
         cells.reserveCapacity((feed.items.count + 1) * columns)
         // Many rows share a time (a window opening, a release): format each instant once.
         var times: [Instant: String] = [:]
+        var offsets = ZoneOffsets(feed.clock)
         func time(_ instant: Instant) -> String {
             if let text = times[instant] { return text }
-            let text = TimeFormat.local(instant, clock: feed.clock, withUTC: false)
+            let text = TimeFormat.local(instant, offsets: &offsets, withUTC: false)
             times[instant] = text
             return text
         }
@@ -250,7 +252,6 @@ public struct PlanRenderer {
         for (index, cell) in cells.enumerated() {
             widths[index % columns] = max(widths[index % columns], Self.width(cell))
         }
-        let spaces = String(repeating: " ", count: (widths.max() ?? 0) + 2)
         for row in 0..<(cells.count / columns) {
             out += "  "
             for column in 0..<columns {
@@ -264,7 +265,7 @@ public struct PlanRenderer {
                 } else {
                     out += cell
                 }
-                out += spaces.prefix(widths[column] - Self.width(cell) + 2)
+                out.pad(widths[column] - Self.width(cell) + 2)
             }
             out += "\n"
             out.flushIfFull()
@@ -344,10 +345,12 @@ public struct PlanRenderer {
 }
 
 /// Text collected in a buffer and handed to a sink about every 64 KiB, so large plans
-/// stream out instead of building one huge string.
+/// stream out instead of building one huge string. The buffer is bytes: appending a
+/// string's UTF-8 is a copy, where appending to a `String` went through its generic
+/// text-stream path (a plan appends a dozen pieces per row).
 struct ChunkedOutput {
     let sink: (String) -> Void
-    private var buffer = ""
+    private var buffer: [UInt8] = []
     private static let chunk = 1 << 16
 
     init(sink: @escaping (String) -> Void) {
@@ -356,20 +359,26 @@ struct ChunkedOutput {
     }
 
     static func += (output: inout ChunkedOutput, text: String) {
-        output.buffer += text
+        var text = text  // the same storage; `withUTF8` is mutating
+        text.withUTF8 { output.buffer.append(contentsOf: $0) }
     }
 
     static func += (output: inout ChunkedOutput, text: Substring) {
-        output.buffer += text
+        output += String(text)
+    }
+
+    /// `count` spaces.
+    mutating func pad(_ count: Int) {
+        buffer.append(contentsOf: repeatElement(0x20, count: count))
     }
 
     mutating func flushIfFull() {
-        if buffer.utf8.count >= Self.chunk { flush() }
+        if buffer.count >= Self.chunk { flush() }
     }
 
     mutating func flush() {
         guard !buffer.isEmpty else { return }
-        sink(buffer)
+        sink(String(decoding: buffer, as: UTF8.self))
         buffer.removeAll(keepingCapacity: true)
     }
 }

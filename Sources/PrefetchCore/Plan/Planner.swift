@@ -96,13 +96,17 @@ public enum Planner {
         // Per feed, not per resource: the next opportunity and why the window is shut.
         let nextOpportunity = timing.opportunity(atOrAfter: max(now, gate ?? now))
         let closedReason = open == nil ? (timing.inWindowJitter(at: now) ? "jitter" : "window closed") : ""
+        // Due work's window end, and the opening after it: the feed's, the same for each row.
+        let windowEnd = open.flatMap { $0.close == Int64.max ? nil : Instant(seconds: $0.close) }
+        let openingAfter = windowEnd.flatMap { timing.opportunity(atOrAfter: $0) }
 
         var items: [PlanItem] = []
         items.reserveCapacity(feed.resources.count)
         for resource in feed.resources {
             let key = ResourceKey(feed: feed.name, path: resource.path)
-            let state = input.state.resources[key]
-            let cached = input.cached.contains(key)
+            // Nothing recorded or cached (a first plan): no key hashed twice per row.
+            let state = input.state.resources.isEmpty ? nil : input.state.resources[key]
+            let cached = !input.cached.isEmpty && input.cached.contains(key)
             // Hashing the URL and the entry is only needed to compare with what was recorded.
             let identity = state == nil ? "" : resource.url.identityHash
             let sameURL = state.map { resource.url.matches(recorded: $0.urlHash, identity: identity) } ?? false
@@ -194,8 +198,8 @@ public enum Planner {
             } else {
                 item.status = .due
                 item.reason = dueReason
-                item.windowEnd = open.flatMap { $0.close == Int64.max ? nil : Instant(seconds: $0.close) }
-                item.nextOpening = item.windowEnd.flatMap { timing.opportunity(atOrAfter: $0) }
+                item.windowEnd = windowEnd
+                item.nextOpening = openingAfter
                 // §6's deadline rule: judged on the resource's last 2xx response (none recorded:
                 // never fetched, it starts); a resumable partial can always go on.
                 if resumePoint == nil, let last = state?.lastResponse,
@@ -294,14 +298,15 @@ public enum Planner {
             }
         }
         due.sort()
-        let minimums = input.feeds.map { $0.conditions.minFreeSpace?.bytes ?? 0 }
-        let feedIndex = Dictionary(input.feeds.enumerated().map { ($0.element.name, $0.offset) }, uniquingKeysWith: { a, _ in a })
+        let byName = Dictionary(input.feeds.map { ($0.name, $0.conditions.minFreeSpace?.bytes ?? 0) }, uniquingKeysWith: { a, _ in a })
+        // Each planned feed's min_free_space, found once, not once per due row.
+        let minimums = plan.feeds.map { byName[$0.name] ?? 0 }
         var committed: UInt64 = 0
         var elapsed: Double = 0
         for slot in due {
             let known = plan.feeds[slot.feed].items[slot.item].remaining
             let remaining = known ?? 0
-            let minimum = feedIndex[plan.feeds[slot.feed].name].map { minimums[$0] } ?? 0
+            let minimum = minimums[slot.feed]
             if let free = input.conditions.freeBytes {
                 let have = free > committed ? free - committed : 0
                 let need = minimum + remaining

@@ -11,11 +11,11 @@ public enum RelativePath {
         // Checked on the UTF-8 bytes, as the file system reads the path: split by Character,
         // a '/' followed by a combining mark ("../\u{301}x") or after a prepended one is no
         // '/', and its '..' would leave the feed's folder. Offsets are given in characters.
-        let bytes = Array(path.utf8)
-        if bytes.starts(with: Array(".prefetch".utf8)) {
+        if path.utf8.starts(with: ".prefetch".utf8) {
             return ValueError("a path cannot start with '.prefetch': prefetch keeps its own files under that name")
         }
-        if isPlainASCII(path) { return nil }
+        if isPlainASCII(path) { return nil }  // the usual case: no array made of it
+        let bytes = Array(path.utf8)
         if bytes.isEmpty { return ValueError("a path cannot be empty") }
         if bytes[0] == 0x2F { return ValueError("a path must be relative to the feed's folder, not absolute") }
         var start = 0

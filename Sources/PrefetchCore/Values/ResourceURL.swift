@@ -78,6 +78,13 @@ public struct ResourceURL: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses as `parse(_:)`, taking the host string from `hosts` when it holds an equal one.
     static func parse(_ text: String, hosts: inout StringInterner?) throws(ValueError) -> ResourceURL {
+        var bytes = text  // the same storage; `withUTF8` is mutating
+        if let plain = bytes.withUTF8({ plain($0, text: text, hosts: &hosts) }) { return plain }
+        return try parseInFull(text, hosts: &hosts)
+    }
+
+    /// `parse` the long way, for every URL: what the short way (`plain`) must agree with.
+    static func parseInFull(_ text: String, hosts: inout StringInterner?) throws(ValueError) -> ResourceURL {
         let u = Array(text.utf8)
         func characters(_ byte: Int) -> Int { String(decoding: u[..<byte], as: UTF8.self).count }
         func string(_ range: Range<Int>) -> String { String(decoding: u[range], as: UTF8.self) }
@@ -142,6 +149,51 @@ public struct ResourceURL: Sendable, Hashable, CustomStringConvertible {
         if hosts != nil { host = hosts!.intern(host) }
         return ResourceURL(text: text, host: host, pathStart: UInt32(authorityEnd), pathEnd: UInt32(pathEnd),
                            queryEnd: UInt32(fragment), portNumber: UInt16(port), isHTTPS: scheme == "https", hasQuery: mark != nil)
+    }
+
+    /// The usual URL, read on its bytes with nothing made on the way: printable ASCII,
+    /// `http://` or `https://` in lowercase, a host in lowercase with no `@` or `[`, a valid
+    /// port if any. Nil for anything else, which `parse` reads the long way (and reports);
+    /// what it returns is what the long way returns.
+    private static func plain(_ u: UnsafeBufferPointer<UInt8>, text: String, hosts: inout StringInterner?) -> ResourceURL? {
+        // "http" then "s://" or "://", in lowercase.
+        guard u.count > 8, u[0] == 0x68, u[1] == 0x74, u[2] == 0x74, u[3] == 0x70 else { return nil }
+        let isHTTPS = u[4] == 0x73
+        let colon = isHTTPS ? 5 : 4
+        guard u[colon] == 0x3A, u[colon + 1] == 0x2F, u[colon + 2] == 0x2F else { return nil }
+        for byte in u where byte <= 0x20 || byte >= 0x7F { return nil }
+        let authorityStart = isHTTPS ? 8 : 7
+        var authorityEnd = authorityStart
+        var portColon: Int?
+        while authorityEnd < u.count {
+            let byte = u[authorityEnd]
+            if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
+            if byte == UInt8(ascii: "@") || byte == UInt8(ascii: "[") || (byte >= 0x41 && byte <= 0x5A) { return nil }
+            if byte == UInt8(ascii: ":"), portColon == nil { portColon = authorityEnd }
+            authorityEnd += 1
+        }
+        let hostEnd = portColon ?? authorityEnd
+        guard hostEnd > authorityStart else { return nil }
+        var port = isHTTPS ? 443 : 80
+        if hostEnd + 1 < authorityEnd {
+            var number = 0
+            for digit in u[(hostEnd + 1)..<authorityEnd] {
+                guard digit >= 48, digit <= 57, number <= 65535 else { return nil }
+                number = number * 10 + Int(digit - 48)
+            }
+            guard (1...65535).contains(number) else { return nil }
+            port = number
+        }
+        var fragment = authorityEnd
+        var mark: Int?
+        while fragment < u.count, u[fragment] != UInt8(ascii: "#") {
+            if mark == nil, u[fragment] == UInt8(ascii: "?") { mark = fragment }
+            fragment += 1
+        }
+        let hostBytes = UnsafeBufferPointer(rebasing: u[authorityStart..<hostEnd])
+        let host = hosts != nil ? hosts!.intern(hostBytes) : String(decoding: hostBytes, as: UTF8.self)
+        return ResourceURL(text: text, host: host, pathStart: UInt32(authorityEnd), pathEnd: UInt32(mark ?? fragment),
+                           queryEnd: UInt32(fragment), portNumber: UInt16(port), isHTTPS: isHTTPS, hasQuery: mark != nil)
     }
 
     private init(text: String, host: String, pathStart: UInt32, pathEnd: UInt32, queryEnd: UInt32, portNumber: UInt16,

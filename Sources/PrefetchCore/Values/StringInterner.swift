@@ -25,11 +25,15 @@ struct StringInterner {
     /// The string with these bytes that was interned first; a new one (made by `make`, or
     /// decoded from the bytes) when there is none yet.
     mutating func intern(_ bytes: UnsafeBufferPointer<UInt8>, make: (() -> String)? = nil) -> String {
-        var hasher = Hasher()
-        hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
-        let hash = hasher.finalize()
+        // FNV-1a: the bytes are a host's few, and only this table sees the hash.
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes { h = (h ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        let hash = Int(truncatingIfNeeded: h)
         if let bucket = buckets[hash] {
-            for kept in bucket where kept.utf8.elementsEqual(bytes) { return kept }
+            for kept in bucket {
+                var same = kept  // the same storage; `withUTF8` is mutating
+                if same.withUTF8({ $0.count == bytes.count && $0.elementsEqual(bytes) }) { return kept }
+            }
         }
         let text = make?() ?? String(decoding: bytes, as: UTF8.self)
         buckets[hash, default: []].append(text)

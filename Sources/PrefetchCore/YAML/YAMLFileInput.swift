@@ -74,7 +74,7 @@ final class YAMLFileInput {
     }
 
     private func check(upTo end: Int) -> Bool {
-        if YAMLText.firstProblem(UnsafeBufferPointer(start: buffer, count: end)) != nil { return fail() }
+        if !YAMLText.isClean(UnsafeBufferPointer(start: buffer, count: end)) { return fail() }
         checked = end
         return true
     }

@@ -17,12 +17,13 @@ public struct YAMLNode: Sendable {
         case mapping([(key: YAMLNode, value: YAMLNode)])
     }
 
-    private enum Body: Sendable {
-        case scalar(String, ScalarStyle)
-        case collection(Children)
-    }
-
-    private var body: Body
+    /// A scalar's text ("" for a collection), and a collection's children (nil for a
+    /// scalar): plain fields, not an enum with payloads, so that copying a node (a manifest's
+    /// decoder does, hundreds of thousands of times) is two retains, not a call through the
+    /// runtime's value witnesses.
+    private var text: String
+    private var children: Children?
+    private var style: ScalarStyle
     /// Where the node starts.
     public var location: SourceLocation
     /// An explicit tag such as `!!str`, if the source gave one.
@@ -37,9 +38,9 @@ public struct YAMLNode: Sendable {
     /// Creates a node.
     public init(_ content: Content, at location: SourceLocation, tag: String? = nil, isVerbatim: Bool = false, isOverLimit: Bool = false) {
         switch content {
-        case .scalar(let text, let style): body = .scalar(text, style)
-        case .sequence(let items): body = .collection(Children(items: items))
-        case .mapping(let pairs): body = .collection(Children(pairs: pairs))
+        case .scalar(let text, let style): (self.text, children, self.style) = (text, nil, style)
+        case .sequence(let items): (text, children, style) = ("", Children(items: items), .plain)
+        case .mapping(let pairs): (text, children, style) = ("", Children(pairs: pairs), .plain)
         }
         self.location = location
         self.tag = tag
@@ -49,22 +50,25 @@ public struct YAMLNode: Sendable {
 
     /// The node's content.
     public var content: Content {
-        switch body {
-        case .scalar(let text, let style): return .scalar(text, style)
-        case .collection(let children): return children.isMapping ? .mapping(children.pairs) : .sequence(children.items)
-        }
+        guard let children else { return .scalar(text, style) }
+        return children.isMapping ? .mapping(children.pairs) : .sequence(children.items)
     }
 
     /// True for the plain scalars YAML reads as null: empty, `~`, `null`.
     public var isNull: Bool {
-        guard tag == nil, !isOverLimit, case .scalar(let text, .plain) = body else { return false }
-        return text.isEmpty || text == "~" || text == "null" || text == "Null" || text == "NULL"
+        guard tag == nil, !isOverLimit, children == nil, style == .plain else { return false }
+        // By length first: every value is asked, and few are 0, 1 or 4 bytes long.
+        switch text.utf8.count {
+        case 0: return true
+        case 1: return text == "~"
+        case 4: return text == "null" || text == "Null" || text == "NULL"
+        default: return false
+        }
     }
 
     /// The scalar's text, or nil for a sequence or mapping.
     public var scalar: String? {
-        if case .scalar(let text, _) = body { return text }
-        return nil
+        children == nil ? text : nil
     }
 
     /// A word for the node's kind in error messages ("a list", "a mapping", ...).
@@ -85,22 +89,21 @@ public struct YAMLNode: Sendable {
 
     /// The column where the scalar's text itself begins (after an opening quote).
     public var textLocation: SourceLocation {
-        if case .scalar(_, let style) = body, style == .singleQuoted || style == .doubleQuoted {
+        if children == nil, style == .singleQuoted || style == .doubleQuoted {
             return location.advanced(by: 1)
         }
         return location
     }
 
     fileprivate var isCollection: Bool {
-        if case .collection = body { return true }
-        return false
+        children != nil
     }
 
     /// Hands this node's box to `doomed` when this node holds its last reference, leaving
     /// the node without children: one step of taking a tree apart without recursion.
     fileprivate mutating func surrender(into doomed: inout [Children]) {
-        guard case .collection(var children) = body else { return }
-        body = .scalar("", .plain)
+        guard var children else { return }
+        (text, self.children, style) = ("", nil, .plain)
         if isKnownUniquelyReferenced(&children) { doomed.append(children) }
     }
 

@@ -33,6 +33,14 @@ public enum YAMLParser {
     /// The most nodes all the aliases of a file may stand for together.
     public static let maxAliasNodes = 1_000_000
 
+    /// Where the items of the list under a top-level key go, instead of into the tree.
+    enum ItemStream {
+        /// Each item as a node, to `handler`.
+        case nodes(key: String, handler: (YAMLNode) -> Void)
+        /// Each item's events, to `collector`, which builds no tree.
+        case events(key: String, collector: FlatItemCollector)
+    }
+
     /// Parses `bytes` as a single YAML document.
     ///
     /// With `streaming`, each item of the list under that top-level key is handed to the
@@ -47,7 +55,7 @@ public enum YAMLParser {
                              stopWhen: ((_ problems: Int) -> Bool)? = nil) throws(YAMLSyntaxError) -> YAMLDocument {
         return try bytes.withUnsafeBufferPointer { (buffer) throws(YAMLSyntaxError) -> YAMLDocument in
             if let problem = YAMLText.firstProblem(buffer) { throw problem }
-            return try run(limits: limits, streaming: streaming, stopWhen: stopWhen,
+            return try run(limits: limits, streaming: streaming.map { .nodes(key: $0.key, handler: $0.handler) }, stopWhen: stopWhen,
                            input: { yaml_parser_set_input_string(&$0, buffer.baseAddress, buffer.count) },
                            error: { syntaxError($0, bytes: buffer) })
         }
@@ -57,8 +65,9 @@ public enum YAMLParser {
     /// checked chunks (`YAMLFileInput`) instead of whole; at most `limit` bytes. Nil when the
     /// input or the syntax failed: the caller reads the file whole and parses it with `parse`,
     /// which reports why, where. (A document with `problems` is returned; it is not clean either.)
+    /// With `.events`, nil too when the collector refused an item (`FlatItemCollector`).
     static func parseFile(_ file: FileDescriptor, limit: Int, limits: ScalarLimits,
-                          streaming: (key: String, handler: (YAMLNode) -> Void)? = nil,
+                          streaming: ItemStream? = nil,
                           stopWhen: ((_ problems: Int) -> Bool)? = nil) -> YAMLDocument? {
         let input = YAMLFileInput(file, limit: limit)
         let handler: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<UInt8>?, Int, UnsafeMutablePointer<Int>?) -> Int32 = {
@@ -77,7 +86,7 @@ public enum YAMLParser {
     }
 
     /// The event loop: libyaml's events, from the input `input` sets, into a tree.
-    private static func run(limits: ScalarLimits, streaming: (key: String, handler: (YAMLNode) -> Void)?,
+    private static func run(limits: ScalarLimits, streaming: ItemStream?,
                             stopWhen: ((_ problems: Int) -> Bool)?, input: (inout yaml_parser_t) -> Void,
                             error: (yaml_parser_t) -> YAMLSyntaxError) throws(YAMLSyntaxError) -> YAMLDocument {
         var parser = yaml_parser_t()
@@ -103,7 +112,7 @@ public enum YAMLParser {
         return YAMLDocument(root: builder.root, problems: builder.problems, stoppedAt: nil)
     }
 
-    private static func location(_ mark: yaml_mark_t) -> SourceLocation {
+    static func location(_ mark: yaml_mark_t) -> SourceLocation {
         SourceLocation(line: Int(mark.line) + 1, column: Int(mark.column) + 1)
     }
 
@@ -149,6 +158,41 @@ public enum YAMLParser {
         return YAMLSyntaxError(location: SourceText(bytes: Array(bytes)).clamped(at), message: message)
     }
 
+    /// How libyaml says a scalar was written.
+    static func style(_ style: yaml_scalar_style_t) -> YAMLNode.ScalarStyle {
+        switch style {
+        case YAML_SINGLE_QUOTED_SCALAR_STYLE: return .singleQuoted
+        case YAML_DOUBLE_QUOTED_SCALAR_STYLE: return .doubleQuoted
+        case YAML_LITERAL_SCALAR_STYLE: return .literal
+        case YAML_FOLDED_SCALAR_STYLE: return .folded
+        default: return .plain
+        }
+    }
+
+    /// The node of a scalar event (within its limit), starting `at`: the tree builder's and
+    /// `FlatItemCollector`'s, which must make the same nodes.
+    static func scalarNode(_ event: yaml_event_t, at: SourceLocation, tag: String? = nil) -> YAMLNode {
+        let scalar = event.data.scalar
+        let style = Self.style(scalar.style)
+        let quotes = style == .singleQuoted || style == .doubleQuoted ? 2 : 0
+        let bytes = UnsafeBufferPointer(start: scalar.value, count: scalar.length)
+        let text = String(decoding: bytes, as: UTF8.self)
+        // Verbatim when the source is the text as written (errors then point at their
+        // column): as many characters on one line as the text has. An escape is
+        // always wider than the one character it stands for. ASCII text is as wide as
+        // its bytes, so only other text is counted (grapheme breaking is costly on a
+        // manifest's thousands of scalars); it must also be one character per scalar,
+        // as the offsets of value errors count characters.
+        let width = Int(event.end_mark.column - event.start_mark.column)
+        var verbatim = (style == .plain || quotes == 2) && event.start_mark.line == event.end_mark.line
+        if verbatim {
+            let ascii = bytes.allSatisfy { $0 < 0x80 }
+            let scalars = ascii ? scalar.length : text.unicodeScalars.count
+            verbatim = width == scalars + quotes && (ascii || text.count == scalars)
+        }
+        return YAMLNode(.scalar(text, style), at: at, tag: tag, isVerbatim: verbatim)
+    }
+
     /// Assembles nodes from events with an explicit stack. Frames are objects so that
     /// appending to an open sequence or mapping mutates it in place (an enum payload
     /// would be copied on every item, which is quadratic in the list's length).
@@ -168,6 +212,8 @@ public enum YAMLParser {
             /// `reached` up to the collection itself, `here` with its current key or item too.
             var reached: UInt64 = 0
             var here: UInt64 = 0
+            /// True for the list under the streamed key: its items are handed on, not kept.
+            var streamsItems = false
 
             init(isMapping: Bool, location: SourceLocation, anchor: String?, tag: String?) {
                 self.isMapping = isMapping
@@ -178,7 +224,11 @@ public enum YAMLParser {
         }
 
         let limits: ScalarLimits
-        let streaming: (key: String, handler: (YAMLNode) -> Void)?
+        let streamKey: String?
+        let handler: ((YAMLNode) -> Void)?
+        let collector: FlatItemCollector?
+        /// True while the collector reads an item.
+        var collecting = false
         var stack: [Frame] = []
         var anchors: [String: (node: YAMLNode, weight: Int)] = [:]
         var root: YAMLNode?
@@ -187,12 +237,33 @@ public enum YAMLParser {
         /// The nodes the aliases read so far stand for.
         var aliasWeight = 0
 
-        init(limits: ScalarLimits, streaming: (key: String, handler: (YAMLNode) -> Void)?) {
+        init(limits: ScalarLimits, streaming: ItemStream?) {
             self.limits = limits
-            self.streaming = streaming
+            switch streaming {
+            case .nodes(let key, let handler)?:
+                (streamKey, self.handler, collector) = (key, handler, nil)
+            case .events(let key, let collector)?:
+                (streamKey, handler, self.collector) = (key, nil, collector)
+            case nil:
+                (streamKey, handler, collector) = (nil, nil, nil)
+            }
         }
 
         mutating func consume(_ event: yaml_event_t) throws(YAMLSyntaxError) {
+            if let collector, collecting || (stack.last?.streamsItems == true && event.type != YAML_SEQUENCE_END_EVENT) {
+                // An item of the streamed list: its events go to the collector, not into the tree.
+                let list = stack[stack.count - 1]
+                switch collector.consume(event, alive: list.here, level: stack.count) {
+                case .more:
+                    collecting = true
+                case .done(let weight):
+                    collecting = false
+                    list.weight += weight
+                case .refused:
+                    throw YAMLSyntaxError(location: YAMLParser.location(event.start_mark), message: "")
+                }
+                return
+            }
             let at = YAMLParser.location(event.start_mark)
             switch event.type {
             case YAML_DOCUMENT_START_EVENT:
@@ -202,40 +273,18 @@ public enum YAMLParser {
                 }
             case YAML_SCALAR_EVENT:
                 let scalar = event.data.scalar
-                let style: YAMLNode.ScalarStyle
-                switch scalar.style {
-                case YAML_SINGLE_QUOTED_SCALAR_STYLE: style = .singleQuoted
-                case YAML_DOUBLE_QUOTED_SCALAR_STYLE: style = .doubleQuoted
-                case YAML_LITERAL_SCALAR_STYLE: style = .literal
-                case YAML_FOLDED_SCALAR_STYLE: style = .folded
-                default: style = .plain
-                }
-                let quotes = style == .singleQuoted || style == .doubleQuoted ? 2 : 0
                 let limit = currentLimit()
                 if let problem = limit.problem(scalar.length) {
                     // Measured before a String is made of it: the limit error replaces every
                     // other error of the value, and its text is never read.
-                    problems.append(YAMLSyntaxError(location: quotes == 2 ? at.advanced(by: 1) : at, message: problem))
+                    let style = YAMLParser.style(scalar.style)
+                    let quoted = style == .singleQuoted || style == .doubleQuoted
+                    problems.append(YAMLSyntaxError(location: quoted ? at.advanced(by: 1) : at, message: problem))
                     add(YAMLNode(.scalar("", style), at: at, tag: Self.string(scalar.tag), isOverLimit: true),
                         anchor: Self.string(scalar.anchor), weight: 1)
                     return
                 }
-                let text = String(decoding: UnsafeBufferPointer(start: scalar.value, count: scalar.length), as: UTF8.self)
-                // Verbatim when the source is the text as written (errors then point at their
-                // column): as many characters on one line as the text has. An escape is
-                // always wider than the one character it stands for. ASCII text is as wide as
-                // its bytes, so only other text is counted (grapheme breaking is costly on a
-                // manifest's thousands of scalars); it must also be one character per scalar,
-                // as the offsets of value errors count characters.
-                let width = Int(event.end_mark.column - event.start_mark.column)
-                var verbatim = (style == .plain || quotes == 2) && event.start_mark.line == event.end_mark.line
-                if verbatim {
-                    let ascii = UnsafeBufferPointer(start: scalar.value, count: scalar.length).allSatisfy { $0 < 0x80 }
-                    let scalars = ascii ? scalar.length : text.unicodeScalars.count
-                    verbatim = width == scalars + quotes && (ascii || text.count == scalars)
-                }
-                let node = YAMLNode(.scalar(text, style), at: at, tag: Self.string(scalar.tag), isVerbatim: verbatim)
-                add(node, anchor: Self.string(scalar.anchor), weight: 1)
+                add(YAMLParser.scalarNode(event, at: at, tag: Self.string(scalar.tag)), anchor: Self.string(scalar.anchor), weight: 1)
             case YAML_ALIAS_EVENT:
                 let name = Self.string(event.data.alias.anchor) ?? ""
                 guard let anchored = anchors[name] else {
@@ -263,6 +312,8 @@ public enum YAMLParser {
                 let frame = Frame(isMapping: isMapping, location: at, anchor: Self.string(anchor), tag: Self.string(tag))
                 frame.reached = stack.last.map { $0.isMapping && $0.pendingKey == nil ? 0 : $0.here } ?? limits.allRules
                 frame.here = isMapping ? 0 : limits.narrow(frame.reached, depth: stack.count, step: .item)
+                frame.streamsItems = !isMapping && stack.count == 1 && stack[0].isMapping && streamKey != nil
+                    && stack[0].pendingKey?.scalar == streamKey
                 stack.append(frame)
             case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
                 guard let frame = stack.popLast() else { return }
@@ -290,8 +341,8 @@ public enum YAMLParser {
             }
             top.weight += weight
             if !top.isMapping {
-                if let streaming, stack.count == 2, stack[0].isMapping, stack[0].pendingKey?.scalar == streaming.key {
-                    streaming.handler(node)
+                if top.streamsItems, let handler {
+                    handler(node)
                 } else {
                     top.items.append(node)
                 }

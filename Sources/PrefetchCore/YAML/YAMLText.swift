@@ -21,6 +21,33 @@ enum YAMLText {
             || (0xA0...0xD7FF).contains(value) || (0xE000...0xFFFD).contains(value) || (0x10000...0x10FFFF).contains(value)
     }
 
+    /// Whether `firstProblem` finds nothing in `bytes`, found eight bytes at a time while
+    /// they are printable ASCII (a manifest's usual bytes); anything else is left to it.
+    static func isClean(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        let raw = UnsafeRawPointer(base)
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        var index = 0
+        while index + 8 <= bytes.count {
+            let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+            // A byte under 0x20, or over 0x7E (Hacker's Delight's byte-wise compares).
+            let below = (word &- ones &* 0x20) & ~word & highs
+            let above = ((word &+ ones &* (127 - 0x7E)) | word) & highs
+            if below | above == 0 {
+                index += 8
+                continue
+            }
+            for byte in bytes[index..<(index + 8)] where !(byte >= 0x20 && byte < 0x7F) && byte != 0x0A && byte != 0x09 && byte != 0x0D {
+                return firstProblem(bytes) == nil
+            }
+            index += 8
+        }
+        for byte in bytes[index...] where !(byte >= 0x20 && byte < 0x7F) && byte != 0x0A && byte != 0x09 && byte != 0x0D {
+            return firstProblem(bytes) == nil
+        }
+        return true
+    }
+
     /// The first byte libyaml's reader would refuse — invalid UTF-8, a NUL, any other
     /// character outside YAML's printable set — at its own line and column (libyaml reports
     /// such a problem by byte offset only, which showed as 1:1), or nil for a clean file.
