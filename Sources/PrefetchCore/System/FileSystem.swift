@@ -200,27 +200,15 @@ public enum FileSystem {
     /// only where the filesystem gives no type.
     public static func entries(in folder: FileDescriptor) -> [(name: String, kind: FileKind)] {
         var out: [(name: String, kind: FileKind)] = []
-        let copy = dup(folder.raw)
-        guard copy >= 0 else { return out }
-        guard let dir = fdopendir(copy) else { close(copy); return out }
-        defer { closedir(dir) }
-        rewinddir(dir)  // the duplicate shares the folder's offset: start from the beginning
-        while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
+        readEntries(of: folder) { name, type in
+            let kind: FileKind
+            switch type == UInt8(DT_UNKNOWN) ? typeByStatus(name, in: folder) : type {
+            case UInt8(DT_DIR): kind = .directory
+            case UInt8(DT_REG): kind = .regular
+            case nil: return
+            default: kind = .other
             }
-            guard name != ".", name != ".." else { continue }
-            var type = entry.pointee.d_type
-            if type == UInt8(DT_UNKNOWN) {
-                var info = stat()
-                guard fstatat(folder.raw, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
-                switch info.st_mode & S_IFMT {
-                case S_IFDIR: type = UInt8(DT_DIR)
-                case S_IFREG: type = UInt8(DT_REG)
-                default: type = UInt8(DT_LNK)
-                }
-            }
-            out.append((name, type == UInt8(DT_DIR) ? .directory : type == UInt8(DT_REG) ? .regular : .other))
+            out.append((String(cString: name), kind))
         }
         out.sort { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }  // bytewise, nothing copied per comparison
         return out
@@ -230,25 +218,42 @@ public enum FileSystem {
     /// name is made only for a folder (`CacheStamp` walks trees of many files this way).
     public static func folders(in folder: FileDescriptor) -> [String] {
         var out: [String] = []
+        readEntries(of: folder) { name, type in
+            guard type == UInt8(DT_DIR) || type == UInt8(DT_UNKNOWN) && typeByStatus(name, in: folder) == UInt8(DT_DIR) else { return }
+            out.append(String(cString: name))
+        }
+        return out
+    }
+
+    /// Each entry of an opened folder but `.` and `..`, as its name (valid during the call)
+    /// and `d_type`, from one `getdents` stream over a duplicate of the descriptor.
+    private static func readEntries(of folder: FileDescriptor, _ body: (UnsafePointer<CChar>, UInt8) -> Void) {
         let copy = dup(folder.raw)
-        guard copy >= 0 else { return out }
-        guard let dir = fdopendir(copy) else { close(copy); return out }
+        guard copy >= 0 else { return }
+        guard let dir = fdopendir(copy) else { close(copy); return }
         defer { closedir(dir) }
         rewinddir(dir)  // the duplicate shares the folder's offset: start from the beginning
         while let entry = readdir(dir) {
-            let type = entry.pointee.d_type
-            guard type == UInt8(DT_DIR) || type == UInt8(DT_UNKNOWN) else { continue }
-            let name = withUnsafePointer(to: entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
+            withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { name in
+                    // "." and "..": skipped without making a string of them
+                    if name[0] == 0x2E && (name[1] == 0 || name[1] == 0x2E && name[2] == 0) { return }
+                    body(name, entry.pointee.d_type)
+                }
             }
-            guard name != ".", name != ".." else { continue }
-            if type == UInt8(DT_UNKNOWN) {
-                var info = stat()
-                guard fstatat(folder.raw, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFDIR else { continue }
-            }
-            out.append(name)
         }
-        return out
+    }
+
+    /// The `d_type` an entry's `fstatat` gives (a symlink is `DT_LNK`, never followed), for a
+    /// filesystem whose entries carry none; nil when it is gone.
+    private static func typeByStatus(_ name: UnsafePointer<CChar>, in folder: FileDescriptor) -> UInt8? {
+        var info = stat()
+        guard fstatat(folder.raw, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
+        switch info.st_mode & S_IFMT {
+        case S_IFDIR: return UInt8(DT_DIR)
+        case S_IFREG: return UInt8(DT_REG)
+        default: return UInt8(DT_LNK)
+        }
     }
 
     /// `fstatat` of `name` in `folder`, never following a symlink.
