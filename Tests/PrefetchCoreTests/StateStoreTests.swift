@@ -61,6 +61,25 @@ import TestSupport
         #expect(after.resources[ResourceKey(feed: "lobby", path: "d")]?.partial == nil)
     }
 
+    /// `hasPartials` (a stop reads the snapshot only when it is true) says what the
+    /// snapshot says, with a snapshot kept and without one.
+    @Test func hasPartialsFollowsThePartialsTable() throws {
+        let folder = try TemporaryFolder()
+        let store = try StateStore.openForWriting(folder.path + "/state.db")
+        let key = ResourceKey(feed: "lobby", path: "d")
+        #expect(try !store.hasPartials())
+        try store.recordPartial(key, PartialState(urlHash: "h4", validators: Validators(etag: "\"p\""), totalLength: 100, syncedOffset: 40, updatedAt: 1200))
+        #expect(try store.hasPartials())
+        _ = try store.snapshot()
+        #expect(try store.hasPartials())  // from the snapshot kept
+        store.forgetSnapshot()
+        #expect(try store.hasPartials())  // from the table
+        try store.recordValidated(key, urlHash: "h4", validators: Validators(), length: 100, sha256: nil, placed: true, at: 1600)
+        #expect(try !store.hasPartials())
+        _ = try store.snapshot()
+        #expect(try !store.hasPartials())
+    }
+
     @Test func historyIsBounded() throws {
         let folder = try TemporaryFolder()
         let store = try StateStore.openForWriting(folder.path + "/state.db")

@@ -155,9 +155,7 @@ enum DaemonCommand {
             case .stop(let signal):
                 notifier.tell(.stopping)
                 // Partial data is said to be kept only when a resumable partial was (SPEC §7).
-                let kept = (try? session.state.snapshot()).map {
-                    PartialSweep.kept(feeds, snapshot: $0, cache: session.cache, bootID: settings.bootID)
-                } ?? (0, 0)
+                let kept = PartialSweep.kept(feeds, state: session.state, cache: session.cache, bootID: settings.bootID)
                 console.out("prefetch daemon: stopped (\(signal == .interrupt ? "SIGINT" : "SIGTERM"))\(PartialSweep.keptNote(kept))\n")
                 return .success
             case .none:

@@ -40,6 +40,13 @@ enum PartialSweep {
         return (count, bytes)
     }
 
+    /// `kept` over what `state` records, reading its snapshot only when a partial is recorded
+    /// (a daemon's stop over 100,000 resources read them all to say nothing).
+    static func kept(_ feeds: [Feed], state: StateStore, cache: CacheFolder?, bootID: String) -> (count: Int, bytes: UInt64) {
+        guard (try? state.hasPartials()) != false, let snapshot = try? state.snapshot() else { return (0, 0) }
+        return kept(feeds, snapshot: snapshot, cache: cache, bootID: bootID)
+    }
+
     /// "; 2 partial files kept for resume (12MiB)", or "" when none is.
     static func keptNote(_ kept: (count: Int, bytes: UInt64)) -> String {
         guard kept.count > 0 else { return "" }

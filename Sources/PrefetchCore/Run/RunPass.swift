@@ -249,7 +249,7 @@ struct RunPass {
         }
         if summary.diskFull {
             // Said of resumable partials only (SPEC §7); the others were discarded as their transfers stopped.
-            let kept = (try? state.snapshot()).map { PartialSweep.kept(feeds, snapshot: $0, cache: cache, bootID: settings.bootID) } ?? (0, 0)
+            let kept = PartialSweep.kept(feeds, state: state, cache: cache, bootID: settings.bootID)
             console.err("prefetch: error: disk full: transfers paused\(PartialSweep.keptNote(kept))\n")
         }
         // SPEC §5's exit rule: a metrics file that could not be written fails the pass (§6),

@@ -295,6 +295,16 @@ public final class StateStore {
     /// Drops the snapshot kept for the next `snapshot()` (the daemon at rest reads none).
     public func forgetSnapshot() { lastSnapshot = nil }
 
+    /// Whether any partial is recorded (a stop that has none to speak of reads no snapshot).
+    public func hasPartials() throws(SQLiteError) -> Bool {
+        if let last = lastSnapshot, last.stamp == (try db.changeStamp) {
+            return last.snapshot.resources.values.contains { $0.partial != nil }
+        }
+        let any = try db.prepare("SELECT 1 FROM partials LIMIT 1")
+        defer { any.reset() }
+        return try any.step()
+    }
+
     /// Each feed's releases and last outcome (the `feeds` part of a snapshot, read alone).
     public func feedStates() throws(SQLiteError) -> [String: FeedState] {
         var states: [String: FeedState] = [:]
