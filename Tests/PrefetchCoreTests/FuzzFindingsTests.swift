@@ -174,6 +174,17 @@ import Testing
         #expect(ResponseRules.retryAfter("Thu, 28 May 2026 20:26:50 GMT", now: now) == 10)
         #expect(ResponseRules.retryAfter("Thursday, 28-May-26 20:26:50 GMT", now: now) == 10)
         #expect(ResponseRules.retryAfter("Thu May 28 20:26:50 2026", now: now) == 10)
+        // fuzz-response (CI, stop 25): "2Sun Nov  6 08:49:37 1994" was read as asctime, its day
+        // name unchecked, so a value starting with a digit became a date. A day name is one of
+        // the seven (any case), in the form's length, or the value is no date.
+        #expect(ResponseRules.retryAfter("2Sun Nov  6 08:49:37 1994", now: now) == nil)
+        #expect(ResponseRules.retryAfter("Xyz, 28 May 2026 20:26:50 GMT", now: now) == nil)
+        #expect(ResponseRules.retryAfter("Thursdayy, 28-May-26 20:26:50 GMT", now: now) == nil)
+        #expect(ResponseRules.retryAfter("Thursday May 28 20:26:50 2026", now: now) == nil)
+        #expect(ResponseRules.retryAfter("thu, 28 May 2026 20:26:50 GMT", now: now) == 10)
+        for name in ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"] {  // the name need not match the date
+            #expect(ResponseRules.retryAfter("\(name) May 28 20:26:50 2026", now: now) == 10)
+        }
         // The same rule for Content-Range and Content-Length, which fuzz-response checks against.
         #expect(ResponseRules.contentRange("bytes +0-4/5") == nil)
         #expect(ResponseRules.contentRange("bytes 0-+4/5") == nil)

@@ -131,8 +131,8 @@ func check(head: ResponseRules.Head) {
             let expected = max(0, Int64(date.timeIntervalSince(now).rounded(.up)))
             require(seconds == expected, "Retry-After \(value.debugDescription) read as \(seconds) s, not \(expected)")
         }
-        // The obsolete forms (RFC 850, asctime) are read leniently by DateFormatter; the
-        // wait is capped by max_backoff wherever it is used.
+        // The obsolete forms (RFC 850, asctime) are read by HTTPDate as well; the wait is
+        // capped by max_backoff wherever it is used.
     }
     // ETags: another version is symmetric, and no tag is another version of itself (W/ aside).
     let tags = [head.etag, head.lastModified, head.location].compactMap { $0 }

@@ -6,6 +6,8 @@
 enum HTTPDate {
     private static let months: [[UInt8]] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
         .map { Array($0.utf8) }
+    private static let days: [[UInt8]] = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+        .map { Array($0.utf8) }
 
     /// Seconds since the epoch; nil for anything that is not one of the three forms with a
     /// valid calendar date and time.
@@ -21,6 +23,9 @@ enum HTTPDate {
         }
         if !current.isEmpty { tokens.append(current) }
         let day: Int?, month: Int?, year: Int?, clock: [UInt8]
+        // The day name is checked for its form, not against the date (RFC 9110 §5.6.7: "Sun,"
+        // before IMF-fixdate and asctime, "Sunday," before RFC 850); anything else is no date.
+        guard let first = tokens.first, dayName(first.last == 0x2C ? first.dropLast() : first[...], long: tokens.count == 4) else { return nil }
         if tokens.count == 6, tokens[0].last == 0x2C, gmt(tokens[5]) {  // IMF-fixdate
             guard tokens[1].count == 2, tokens[3].count == 4 else { return nil }
             day = number(tokens[1]); month = monthNumber(tokens[2]); year = number(tokens[3]); clock = tokens[4]
@@ -54,6 +59,12 @@ enum HTTPDate {
             value = value * 10 + Int(digit - 0x30)
         }
         return value
+    }
+
+    /// One of the seven day names, in any case: its three letters, or with `long` the whole word.
+    private static func dayName(_ name: ArraySlice<UInt8>, long: Bool) -> Bool {
+        let lower = name.map { $0 | 0x20 }
+        return days.contains { long ? $0 == lower : $0.prefix(3).elementsEqual(lower) }
     }
 
     private static func monthNumber(_ name: [UInt8]) -> Int? {
