@@ -3,7 +3,8 @@ import Testing
 @testable import PrefetchCore
 
 /// The compact records a large manifest and state.db are held in (`StringInterner`,
-/// `Digest256`, `HexText`, `ResourceURL`'s offsets, `Planner.permute`), each against a plain
+/// `Digest256`, `HexText`, `ResourceURL`'s offsets, `Planner.permute`,
+/// `ResourceStates`, `ResourceState`'s packed fields), each against a plain
 /// reference on seeded random input. `PREFETCH_COMPACT_SEED` replays a run.
 @Suite struct CompactValuesTests {
     static let seed: UInt64 = {
@@ -108,5 +109,107 @@ import Testing
             Planner.permute(&permuted, into: order)
             #expect(permuted == order.map { items[$0] }, "seed \(Self.seed), round \(round)")
         }
+    }
+
+    /// state.db's records in their compact table answer as a `Dictionary` of the same
+    /// changes does: reads, writes, removals, changes through `default:` and `?.`, iteration,
+    /// equality, on few keys (many repeats) and many (the index rebuilt as it grows).
+    @Test func resourceStatesActAsADictionary() {
+        var random = SplitMix64(seed: Self.seed)
+        for round in 0..<40 {
+            let keySpace = round % 2 == 0 ? 12 : 3000
+            var table = ResourceStates()
+            var reference: [ResourceKey: ResourceState] = [:]
+            if round % 4 == 1 { table.reserveCapacity(Int(random.next() % 200)) }
+            for step in 0..<1500 {
+                let key = ResourceKey(feed: "f\(random.next() % 3)", path: "p\(random.next() % UInt64(keySpace))")
+                let context = "seed \(Self.seed), round \(round), step \(step)"
+                var state = ResourceState(urlHash: String(repeating: "a", count: 64))
+                state.failures = Int(random.next() % 5)
+                switch random.next() % 6 {
+                case 0, 1:
+                    table[key] = state
+                    reference[key] = state
+                case 2:
+                    table[key] = nil
+                    reference[key] = nil
+                case 3:
+                    table[key, default: state].validatedAt = Instant(seconds: Int64(step))
+                    reference[key, default: state].validatedAt = Instant(seconds: Int64(step))
+                case 4:
+                    table[key]?.lastError = "e\(step)"
+                    reference[key]?.lastError = "e\(step)"
+                default:
+                    #expect(table[key] == reference[key], "\(context)")
+                }
+                #expect(table.count == reference.count && table.isEmpty == reference.isEmpty, "\(context)")
+            }
+            for (key, value) in reference { #expect(table[key] == value, "seed \(Self.seed), round \(round): \(key)") }
+            var seen = Set<ResourceKey>()
+            for (key, value) in table {
+                #expect(seen.insert(key).inserted && reference[key] == value, "seed \(Self.seed), round \(round): \(key)")
+            }
+            #expect(seen.count == reference.count && Set(table.keys) == Set(reference.keys) && table.values.count == reference.count)
+            // Equal whatever the order the records were added in; unequal after any change.
+            var reordered = ResourceStates()
+            for (key, value) in reference.sorted(by: { $0.key.path > $1.key.path }) { reordered[key] = value }
+            #expect(reordered == table, "seed \(Self.seed), round \(round)")
+            if let (key, value) = reference.first {
+                reordered[key]?.failures = value.failures + 1
+                #expect(reordered != table, "seed \(Self.seed), round \(round)")
+            }
+        }
+        let literal: ResourceStates = [ResourceKey(feed: "a", path: "b"): ResourceState(urlHash: "x")]
+        #expect(literal.count == 1 && literal[ResourceKey(feed: "a", path: "b")]?.urlHash == "x")
+    }
+
+    /// A record's packed fields (the numbers with their bits, the failure record and the
+    /// last response behind a reference each) give back what was set, in any order, as a
+    /// plain struct of optionals would; and the record stays as small as its comment says.
+    @Test func resourceStateFieldsGiveBackWhatWasSet() {
+        struct Plain: Equatable {
+            var length: UInt64?, placedAt: Instant?, validatedAt: Instant?, lastSuccess: Instant?
+            var permanent = false, lastError: String?, failures = 0, failureRelease: Instant?, nextRetry: Instant?, entry: String?
+            var response: ResponseFacts?, responseLength: UInt64?
+        }
+        func read(_ state: ResourceState) -> Plain {
+            Plain(length: state.length, placedAt: state.placedAt, validatedAt: state.validatedAt, lastSuccess: state.lastSuccess,
+                  permanent: state.permanentFailure, lastError: state.lastError, failures: state.failures,
+                  failureRelease: state.failureRelease, nextRetry: state.nextRetry, entry: state.failureEntry,
+                  response: state.lastResponse, responseLength: state.lastResponseLength)
+        }
+        var random = SplitMix64(seed: Self.seed)
+        func number() -> UInt64? { random.next() % 3 == 0 ? nil : [0, 1, UInt64.max, random.next()][Int(random.next() % 4)] }
+        func instant() -> Instant? { number().map { Instant(nanoseconds: Int64(bitPattern: $0)) } }
+        func text() -> String? { random.next() % 2 == 0 ? nil : ["", "HTTP 404", Self.text(&random)][Int(random.next() % 3)] }
+        for round in 0..<2000 {
+            var state = ResourceState(urlHash: "u")
+            var plain = Plain()
+            for _ in 0..<8 {
+                switch random.next() % 12 {
+                case 0: let v = number(); state.length = v; plain.length = v
+                case 1: let v = instant(); state.placedAt = v; plain.placedAt = v
+                case 2: let v = instant(); state.validatedAt = v; plain.validatedAt = v
+                case 3: let v = instant(); state.lastSuccess = v; plain.lastSuccess = v
+                case 4: let v = random.next() % 2 == 0; state.permanentFailure = v; plain.permanent = v
+                case 5: let v = text(); state.lastError = v; plain.lastError = v
+                case 6: let v = Int(random.next() % 4); state.failures = v; plain.failures = v
+                case 7: let v = instant(); state.failureRelease = v; plain.failureRelease = v
+                case 8: let v = instant(); state.nextRetry = v; plain.nextRetry = v
+                case 9: let v = text(); state.failureEntry = v; plain.entry = v
+                case 10: let v = random.next() % 2 == 0 ? nil : ResponseFacts(etag: text(), date: text()); state.lastResponse = v; plain.response = v
+                default: let v = number(); state.lastResponseLength = v; plain.responseLength = v
+                }
+                #expect(read(state) == plain, "seed \(Self.seed), round \(round)")
+            }
+            // Equal records compare equal whichever way they were reached.
+            var again = ResourceState(urlHash: "u")
+            (again.length, again.placedAt, again.validatedAt, again.lastSuccess) = (plain.length, plain.placedAt, plain.validatedAt, plain.lastSuccess)
+            (again.permanentFailure, again.lastError, again.failures) = (plain.permanent, plain.lastError, plain.failures)
+            (again.failureRelease, again.nextRetry, again.failureEntry) = (plain.failureRelease, plain.nextRetry, plain.entry)
+            (again.lastResponse, again.lastResponseLength) = (plain.response, plain.responseLength)
+            #expect(again == state, "seed \(Self.seed), round \(round)")
+        }
+        #expect(MemoryLayout<ResourceState>.stride <= 184, "\(MemoryLayout<ResourceState>.stride) bytes a record")
     }
 }

@@ -28,6 +28,10 @@ public struct PlanItem: Sendable, Equatable {
     public var resumable: Bool = true
     /// 0: not known; 1: false; 2: true.
     private var fitsCode: UInt8 = 0
+    /// The resource's place in its feed's `resources` (the manifest's order), which the
+    /// rows leave when due work moves first: the reader index finds each resource's row by
+    /// it, with no dictionary of paths.
+    var row: UInt32 = 0
 
     init(feed: String, path: String, url: String, status: ResourceStatus, reason: String, next: Instant?, bytes: UInt64?,
          remaining: UInt64?, priority: Priority, windowEnd: Instant?, estimatedFinish: Instant?, fits: Bool?, error: String?,

@@ -102,7 +102,7 @@ public enum Planner {
 
         var items: [PlanItem] = []
         items.reserveCapacity(feed.resources.count)
-        for resource in feed.resources {
+        for (row, resource) in feed.resources.enumerated() {
             let key = ResourceKey(feed: feed.name, path: resource.path)
             // Nothing recorded or cached (a first plan): no key hashed twice per row.
             let state = input.state.resources.isEmpty ? nil : input.state.resources[key]
@@ -118,6 +118,7 @@ public enum Planner {
             var item = PlanItem(feed: feed.name, path: resource.path, url: resource.url.redacted, status: .due,
                                 reason: "", next: nil, bytes: bytes, remaining: bytes, priority: resource.priority,
                                 windowEnd: nil, estimatedFinish: nil, fits: nil, error: nil, startOrder: nil)
+            item.row = UInt32(truncatingIfNeeded: row)
             if cached { item.servedBy = state?.servedBy?.shown ?? item.url }
 
             // expired, or never fetchable (expires not after not_before: a manifest warning)

@@ -2,7 +2,7 @@
 public struct StateSnapshot: Sendable {
     public var feeds: [String: FeedState] = [:]
     /// Per resource, keyed by feed and path.
-    public var resources: [ResourceKey: ResourceState] = [:]
+    public var resources = ResourceStates()
     /// Bytes a feed moved over metered links, keyed by feed and local day (`YYYY-MM-DD`).
     public var meteredBytes: [MeteredDay: UInt64] = [:]
     /// Median transfer throughput of recent runs, bytes per second; nil before any.
@@ -114,7 +114,10 @@ public struct ResponseFacts: Sendable, Equatable {
 /// Per resource: the placed copy, the partial, and the failure record.
 ///
 /// Compact, as state.db may hold a million: hashes as 32 bytes inline (`HexText`), the
-/// partial and the last response (rare, or wide) each behind one reference.
+/// length and times as plain numbers with a bit each saying whether they are there (an
+/// `Optional` of a number takes twice its width), and the parts most records lack or that
+/// are wide — the failure record, the partial, the last response, the other URLs — each
+/// behind one reference: 184 bytes a record where the plain fields took 288.
 public struct ResourceState: Sendable, Equatable {
     private var urlHashText: HexText
     /// SHA-256 of the URL the copy came from (query values are never stored).
@@ -124,48 +127,108 @@ public struct ResourceState: Sendable, Equatable {
     }
     /// Validators of the placed copy; recorded only for a version that passed every check.
     public var validators = Validators()
-    /// Length of the placed copy.
-    public var length: UInt64?
     private var sha256Text: HexText?
     public var sha256: String? {
         get { sha256Text?.text }
         set { sha256Text = newValue.map(HexText.init) }
     }
+    /// `length`, `placedAt`, `validatedAt`, `lastSuccess`.
+    private var numbers: (UInt64, Int64, Int64, Int64) = (0, 0, 0, 0)
+    /// Which of `numbers` are there, bit by bit in their order.
+    private var present: UInt8 = 0
     /// The `encoding` the placed copy was stored under (SPEC §7; `refuse` for a copy placed
     /// before state.db recorded it): an entry that now says another makes it `changed`.
     public var copyEncoding = EncodingMode.refuse
-    /// A permanent error (404, 410, 401, 403, TLS, redirect loop): failed until the next release.
-    public var permanentFailure = false
-    public var placedAt: Instant?
+    private var failureBox: Box<FailureRecord>?
+    private var partialBox: Box<PartialState>?
+    private var lastResponseBox: Box<LastResponse>?
+    private var servedByBox: Box<ServedBy>?
+
+    public init(urlHash: String) {
+        self.urlHashText = HexText(urlHash)
+    }
+
+    /// Length of the placed copy.
+    public var length: UInt64? {
+        get { present & 1 != 0 ? numbers.0 : nil }
+        set { numbers.0 = newValue ?? 0; mark(0, newValue != nil) }
+    }
+    public var placedAt: Instant? {
+        get { present & 2 != 0 ? Instant(nanoseconds: numbers.1) : nil }
+        set { numbers.1 = newValue?.nanoseconds ?? 0; mark(1, newValue != nil) }
+    }
     /// Last time the copy was confirmed current (placed, or a 304).
-    public var validatedAt: Instant?
-    public var lastSuccess: Instant?
-    public var lastError: String?
+    public var validatedAt: Instant? {
+        get { present & 4 != 0 ? Instant(nanoseconds: numbers.2) : nil }
+        set { numbers.2 = newValue?.nanoseconds ?? 0; mark(2, newValue != nil) }
+    }
+    public var lastSuccess: Instant? {
+        get { present & 8 != 0 ? Instant(nanoseconds: numbers.3) : nil }
+        set { numbers.3 = newValue?.nanoseconds ?? 0; mark(3, newValue != nil) }
+    }
+
+    private mutating func mark(_ bit: Int, _ isThere: Bool) {
+        if isThere { present |= 1 << bit } else { present &= ~(1 << bit) }
+    }
+
+    /// A permanent error (404, 410, 401, 403, TLS, redirect loop): failed until the next release.
+    public var permanentFailure: Bool {
+        get { failure.permanent }
+        set { failure.permanent = newValue }
+    }
+    public var lastError: String? {
+        get { failure.lastError }
+        set { failure.lastError = newValue }
+    }
     /// Consecutive failures since the last success, within `failureRelease`.
-    public var failures = 0
+    public var failures: Int {
+        get { failure.count }
+        set { failure.count = newValue }
+    }
     /// The release the failures belong to; attempts start again at each release.
-    public var failureRelease: Instant?
-    public var nextRetry: Instant?
+    public var failureRelease: Instant? {
+        get { failure.release }
+        set { failure.release = newValue }
+    }
+    public var nextRetry: Instant? {
+        get { failure.nextRetry }
+        set { failure.nextRetry = newValue }
+    }
     /// The manifest entry the failures belong to (`ManifestEntry.fingerprint`): failures of
     /// an entry since changed do not count.
-    public var failureEntry: String?
-    private var partialBox: Box<PartialState>?
+    public var failureEntry: String? {
+        get { failure.entry }
+        set { failure.entry = newValue }
+    }
+
+    /// What `failures` and its neighbours say; no reference at all while it says nothing.
+    private var failure: FailureRecord {
+        get { failureBox?.value ?? FailureRecord() }
+        set { failureBox = newValue == FailureRecord() ? nil : Box(newValue) }
+    }
+
     /// A partial download, if any.
     public var partial: PartialState? {
         get { partialBox?.value }
         set { partialBox = newValue.map(Box.init) }
     }
-    private var lastResponseBox: Box<ResponseFacts>?
     /// The last 2xx response of the resource (nil: none recorded, "never fetched"): §6's
     /// deadline rule judges by it whether a cut transfer could resume (`ResumeRule`).
     public var lastResponse: ResponseFacts? {
-        get { lastResponseBox?.value }
-        set { lastResponseBox = newValue.map(Box.init) }
+        get { lastResponseBox?.value.facts }
+        set { setLastResponse(newValue, length: lastResponseLength) }
     }
     /// The length that response announced for the whole file (its Content-Length, or the
     /// total of its Content-Range), when it did.
-    public var lastResponseLength: UInt64?
-    private var servedByBox: Box<ServedBy>?
+    public var lastResponseLength: UInt64? {
+        get { lastResponseBox?.value.length }
+        set { setLastResponse(lastResponse, length: newValue) }
+    }
+
+    private mutating func setLastResponse(_ facts: ResponseFacts?, length: UInt64?) {
+        lastResponseBox = facts == nil && length == nil ? nil : Box(LastResponse(facts: facts, length: length))
+    }
+
     /// Which listed URL served the copy and the other URLs' validators of it (SPEC §8);
     /// nil: the entry's `url` served it and no other URL's validators are known.
     public var servedBy: ServedBy? {
@@ -173,8 +236,25 @@ public struct ResourceState: Sendable, Equatable {
         set { servedByBox = newValue.map(Box.init) }
     }
 
-    public init(urlHash: String) {
-        self.urlHashText = HexText(urlHash)
+    public static func == (a: ResourceState, b: ResourceState) -> Bool {
+        a.urlHashText == b.urlHashText && a.validators == b.validators && a.sha256Text == b.sha256Text && a.length == b.length
+            && a.placedAt == b.placedAt && a.validatedAt == b.validatedAt && a.lastSuccess == b.lastSuccess
+            && a.copyEncoding == b.copyEncoding && a.failureBox == b.failureBox && a.partialBox == b.partialBox
+            && a.lastResponseBox == b.lastResponseBox && a.servedByBox == b.servedByBox
+    }
+
+    private struct FailureRecord: Sendable, Equatable {
+        var permanent = false
+        var lastError: String?
+        var count = 0
+        var release: Instant?
+        var nextRetry: Instant?
+        var entry: String?
+    }
+
+    private struct LastResponse: Sendable, Equatable {
+        var facts: ResponseFacts?
+        var length: UInt64?
     }
 
     /// An immutable value behind a reference: an optional part that takes one word when absent.
