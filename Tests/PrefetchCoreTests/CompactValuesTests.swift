@@ -170,23 +170,34 @@ import Testing
         struct Plain: Equatable {
             var length: UInt64?, placedAt: Instant?, validatedAt: Instant?, lastSuccess: Instant?
             var permanent = false, lastError: String?, failures = 0, failureRelease: Instant?, nextRetry: Instant?, entry: String?
-            var response: ResponseFacts?, responseLength: UInt64?
+            var response: ResponseFacts?, responseLength: UInt64?, validators = Validators()
         }
         func read(_ state: ResourceState) -> Plain {
             Plain(length: state.length, placedAt: state.placedAt, validatedAt: state.validatedAt, lastSuccess: state.lastSuccess,
                   permanent: state.permanentFailure, lastError: state.lastError, failures: state.failures,
                   failureRelease: state.failureRelease, nextRetry: state.nextRetry, entry: state.failureEntry,
-                  response: state.lastResponse, responseLength: state.lastResponseLength)
+                  response: state.lastResponse, responseLength: state.lastResponseLength, validators: state.validators)
         }
         var random = SplitMix64(seed: Self.seed)
         func number() -> UInt64? { random.next() % 3 == 0 ? nil : [0, 1, UInt64.max, random.next()][Int(random.next() % 4)] }
         func instant() -> Instant? { number().map { Instant(nanoseconds: Int64(bitPattern: $0)) } }
         func text() -> String? { random.next() % 2 == 0 ? nil : ["", "HTTP 404", Self.text(&random)][Int(random.next() % 3)] }
+        // Few validators, so that a response's are often the copy's (kept inline) and often not.
+        func validators() -> Validators {
+            [Validators(), Validators(etag: "\"a\""), Validators(etag: "\"a\"", lastModified: "Sun, 06 Nov 1994 08:49:37 GMT"),
+             Validators(etag: "\"b\"")][Int(random.next() % 4)]
+        }
+        func response() -> ResponseFacts? {
+            guard random.next() % 4 != 0 else { return nil }
+            let v = validators()
+            return ResponseFacts(etag: v.etag, lastModified: v.lastModified, date: text(), acceptRangesNone: random.next() % 2 == 0,
+                                 contentEncoding: random.next() % 3 == 0 ? "gzip" : nil)
+        }
         for round in 0..<2000 {
             var state = ResourceState(urlHash: "u")
             var plain = Plain()
-            for _ in 0..<8 {
-                switch random.next() % 12 {
+            for _ in 0..<10 {
+                switch random.next() % 13 {
                 case 0: let v = number(); state.length = v; plain.length = v
                 case 1: let v = instant(); state.placedAt = v; plain.placedAt = v
                 case 2: let v = instant(); state.validatedAt = v; plain.validatedAt = v
@@ -197,7 +208,8 @@ import Testing
                 case 7: let v = instant(); state.failureRelease = v; plain.failureRelease = v
                 case 8: let v = instant(); state.nextRetry = v; plain.nextRetry = v
                 case 9: let v = text(); state.failureEntry = v; plain.entry = v
-                case 10: let v = random.next() % 2 == 0 ? nil : ResponseFacts(etag: text(), date: text()); state.lastResponse = v; plain.response = v
+                case 10: let v = response(); state.lastResponse = v; plain.response = v
+                case 11: let v = validators(); state.validators = v; plain.validators = v
                 default: let v = number(); state.lastResponseLength = v; plain.responseLength = v
                 }
                 #expect(read(state) == plain, "seed \(Self.seed), round \(round)")
@@ -208,8 +220,9 @@ import Testing
             (again.permanentFailure, again.lastError, again.failures) = (plain.permanent, plain.lastError, plain.failures)
             (again.failureRelease, again.nextRetry, again.failureEntry) = (plain.failureRelease, plain.nextRetry, plain.entry)
             (again.lastResponse, again.lastResponseLength) = (plain.response, plain.responseLength)
+            again.validators = plain.validators  // after the response: an inline one is kept apart first
             #expect(again == state, "seed \(Self.seed), round \(round)")
         }
-        #expect(MemoryLayout<ResourceState>.stride <= 184, "\(MemoryLayout<ResourceState>.stride) bytes a record")
+        #expect(MemoryLayout<ResourceState>.stride <= 200, "\(MemoryLayout<ResourceState>.stride) bytes a record")
     }
 }
