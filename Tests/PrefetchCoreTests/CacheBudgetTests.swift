@@ -82,7 +82,7 @@ import Testing
                 #expect(diagnostics.filter { $0.severity == .error }.isEmpty, "\(diagnostics.map(\.headline))")
                 return feed!
             }
-            let plan = Planner.plan(PlanInput(feeds: feeds, state: c.state, cached: c.cached,
+            let plan = Planner.plan(PlanInput(feeds: feeds, state: c.state, cached: CachedFiles(c.cached, in: feeds),
                                               conditions: ConditionSnapshot(freeBytes: 1 << 50, freeSource: "test"), now: now,
                                               maxCacheSize: c.cap, cacheUsage: CacheUsage(used: c.used, candidates: c.rooms)))
             let expected = CacheCapReference.decide(cap: c.cap, used: c.used, items: c.items, rooms: c.rooms)

@@ -66,7 +66,8 @@ import TestSupport
               - { url: "https://e.com/missing.bin" }
             """)
         let present = CacheListing.present([feed], in: CacheFolder.openExisting(root))
-        #expect(present == [ResourceKey(feed: "f", path: "top.bin"), ResourceKey(feed: "f", path: "deep/er/leaf.bin")])
+        #expect(present == CachedFiles([ResourceKey(feed: "f", path: "top.bin"), ResourceKey(feed: "f", path: "deep/er/leaf.bin")], in: [feed]))
+        #expect(feed.resources.indices.filter { present.contains(feed: "f", position: $0) }.map { feed.resources[$0].path } == ["top.bin", "deep/er/leaf.bin"])
         #expect(CacheListing.present([feed], in: CacheFolder.openExisting(root + "/nowhere")).isEmpty)
     }
 

@@ -225,4 +225,35 @@ import Testing
         }
         #expect(MemoryLayout<ResourceState>.stride <= 200, "\(MemoryLayout<ResourceState>.stride) bytes a record")
     }
+
+    /// `CachedFiles`, a bit per resource, against a `Set` of keys: feeds of 0 to 200
+    /// resources (word edges at 63, 64, 127, 128 among them), random subsets.
+    @Test func cachedFilesAgreeWithASetOfKeys() throws {
+        var random = SplitMix64(seed: Self.seed)
+        for round in 0..<40 {
+            let counts = (0..<3).map { _ in [0, 1, 63, 64, 65, 128, 129, Int(random.next() % 200)][Int(random.next() % 8)] }
+            let feeds = try counts.enumerated().map { (f, count) in
+                try #require(FeedDecoder(config: Config()).decode(Array(("name: f\(f)\nresources:" + (count == 0 ? " []\n" : "\n") + (0..<count).map {
+                    "  - url: https://e.com/r\($0).bin\n" }.joined()).utf8), file: "f\(f).yaml").feed, "seed \(Self.seed)")
+            }
+            var keys = Set<ResourceKey>()
+            var cached = CachedFiles()
+            for (f, feed) in feeds.enumerated() {
+                for position in feed.resources.indices where random.next() % 3 == 0 {
+                    keys.insert(ResourceKey(feed: feed.name, path: feed.resources[position].path))
+                    cached.insert(feed: feed.name, position: position)
+                }
+                #expect(!cached.contains(feed: feed.name, position: feed.resources.count), "seed \(Self.seed), round \(round), feed \(f)")
+            }
+            #expect(cached.isEmpty == keys.isEmpty)
+            #expect(CachedFiles(keys, in: feeds) == cached, "seed \(Self.seed), round \(round)")
+            for feed in feeds {
+                for (position, resource) in feed.resources.enumerated() {
+                    #expect(cached.contains(feed: feed.name, position: position) == keys.contains(ResourceKey(feed: feed.name, path: resource.path)),
+                            "seed \(Self.seed), round \(round): \(feed.name) #\(position)")
+                }
+            }
+            #expect(!cached.contains(feed: "elsewhere", position: 0))
+        }
+    }
 }

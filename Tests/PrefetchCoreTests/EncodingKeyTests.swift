@@ -67,7 +67,7 @@ import TestSupport
     static func plan(_ encoding: String?, state: StateSnapshot) throws -> PlanItem {
         let yaml = "name: t\nrefresh: 1d\n" + (encoding.map { "encoding: \($0)\n" } ?? "") + "resources:\n  - url: https://e.com/a.tar.gz\n"
         let feed = try #require(Self.decode(yaml).0)
-        let input = PlanInput(feeds: [feed], state: state, cached: [key], conditions: ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test"),
+        let input = PlanInput(feeds: [feed], state: state, cached: CachedFiles([key], in: [feed]), conditions: ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test"),
                               now: Instant(seconds: 1_800_000_100))
         return try #require(Planner.plan(input).feeds.first?.items.first)
     }

@@ -238,7 +238,7 @@ import TestSupport
     @Test(arguments: cases)
     func resourceState(_ c: Case) throws {
         let feed = Self.feed(c.yaml)
-        let input = PlanInput(feeds: [feed], state: c.state, cached: c.cached ? [Self.key] : [],
+        let input = PlanInput(feeds: [feed], state: c.state, cached: CachedFiles(c.cached ? [Self.key] : [], in: [feed]),
                               conditions: c.conditions, now: Self.at(c.now),
                               machineID: c.machine.map { MachineID(value: $0, source: "test") },
                               partialFiles: c.partialFile.map { [Self.key: $0] } ?? [:])
@@ -285,7 +285,7 @@ import TestSupport
             #expect(!found.usable && found.usableValue == nil && found.source == etc, "\(placeholder.debugDescription)")
             let feed = Self.feed("jitter: 2h\n" + Self.one)
             let now = Self.at("2026-11-30T03:00:00+01:00")
-            let plan = Planner.plan(PlanInput(feeds: [feed], state: StateSnapshot(), cached: [], now: now, machineID: found))
+            let plan = Planner.plan(PlanInput(feeds: [feed], state: StateSnapshot(), cached: CachedFiles(), now: now, machineID: found))
             #expect(plan.feeds[0].jitterOffset == 0)
             let text = PlanRenderer().text(plan)
             #expect(text.contains("the image baked no usable machine id"), "\(text)")
@@ -415,7 +415,7 @@ import TestSupport
                                             files[Self.key] = PartialFile(size: 60_000_000, inode: 9)
                                         }
                                         if fetchedBefore || partial != .none { state.resources[Self.key] = record }
-                                        let plan = Planner.plan(PlanInput(feeds: [feed], state: state, cached: fetchedBefore ? [Self.key] : [],
+                                        let plan = Planner.plan(PlanInput(feeds: [feed], state: state, cached: CachedFiles(fetchedBefore ? [Self.key] : [], in: [feed]),
                                                                           conditions: ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test"), now: now,
                                                                           machineID: nil, partialFiles: files, bootID: "b"))
                                         let item = try #require(plan.feeds.first?.items.first)
@@ -496,7 +496,7 @@ import TestSupport
                         case .longer, .otherInode: synced + 200_000
                         }
                         let files = size.map { [Self.key: PartialFile(size: $0, inode: file == .otherInode ? 6 : 5)] } ?? [:]
-                        let plan = Planner.plan(PlanInput(feeds: [feed], state: state, cached: copy == .none ? [] : [Self.key],
+                        let plan = Planner.plan(PlanInput(feeds: [feed], state: state, cached: CachedFiles(copy == .none ? [] : [Self.key], in: [feed]),
                                                           conditions: ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test"), now: now,
                                                           partialFiles: files, bootID: "now"))
                         let item = try #require(plan.feeds.first?.items.first)
@@ -535,16 +535,16 @@ import TestSupport
         let until = now.advanced(bySeconds: 300)
         state.originHolds["https://down.example:443"] = OriginHold(origin: "https://down.example:443", until: until, reason: "HTTP 503",
                                                                     since: now, failures: 1)
-        let plan = Planner.plan(PlanInput(feeds: [feed], state: state, cached: [], conditions: ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test"),
+        let plan = Planner.plan(PlanInput(feeds: [feed], state: state, cached: CachedFiles(), conditions: ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test"),
                                           now: now, machineID: nil))
         let items = Dictionary(uniqueKeysWithValues: plan.feeds[0].items.map { ($0.path, $0) })
         #expect(items["a.bin"]?.status == .backoff && items["a.bin"]?.reason == "origin held: HTTP 503" && items["a.bin"]?.next == until)
         #expect(items["b.bin"]?.status == .deferred && items["b.bin"]?.reason == "embargo")
         #expect(items["c.bin"]?.status == .due)
         let onlyHeld = Planner.plan(PlanInput(feeds: [Self.feed("refresh: 1h\nresources:\n  - url: https://down.example/a.bin\n")], state: state,
-                                              cached: [], conditions: ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test"), now: now, machineID: nil))
+                                              cached: CachedFiles(), conditions: ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test"), now: now, machineID: nil))
         #expect(RunPass.nextWakeup(onlyHeld, recheck: 60) == until, "the daemon does not wake when the hold ends")
-        let later = Planner.plan(PlanInput(feeds: [feed], state: state, cached: [], conditions: ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test"),
+        let later = Planner.plan(PlanInput(feeds: [feed], state: state, cached: CachedFiles(), conditions: ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test"),
                                            now: until, machineID: nil))
         #expect(later.feeds[0].items.first { $0.path == "a.bin" }?.status == .due)
     }
@@ -554,11 +554,11 @@ import TestSupport
     @Test func theDaemonWakesForConditionsAfterARecheckNotAtOnce() {
         let now = Self.at("2026-11-30T03:00:00+01:00")
         let waiting = Self.feed("conditions: { power: ac }\nrefresh: 1h\n" + Self.one)
-        let onBattery = Planner.plan(PlanInput(feeds: [waiting], state: StateSnapshot(), cached: [],
+        let onBattery = Planner.plan(PlanInput(feeds: [waiting], state: StateSnapshot(), cached: CachedFiles(),
                                                conditions: ConditionSnapshot(onAC: false, batteryLevel: 90), now: now, machineID: nil))
         #expect(onBattery.feeds.first?.items.first?.status == .waiting)
         #expect(RunPass.nextWakeup(onBattery, recheck: 60) == now.advanced(bySeconds: 60))
-        let onMains = Planner.plan(PlanInput(feeds: [waiting], state: StateSnapshot(), cached: [],
+        let onMains = Planner.plan(PlanInput(feeds: [waiting], state: StateSnapshot(), cached: CachedFiles(),
                                              conditions: ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test"), now: now, machineID: nil))
         #expect(onMains.feeds.first?.items.first?.status == .due)
         #expect(RunPass.nextWakeup(onMains, recheck: 60) == now)

@@ -16,13 +16,13 @@ enum CacheListing {
     /// Reads each folder that holds listed files once (no `stat` per file), reaching it
     /// without following symlinks; creates nothing.
     /// `view`: for a `consistency: release` feed, the generation looked at (SPEC §6).
-    static func present(_ feeds: [Feed], in cache: CacheFolder?, view: FeedView = .writer) -> Set<ResourceKey> {
-        var present = Set<ResourceKey>()
+    static func present(_ feeds: [Feed], in cache: CacheFolder?, view: FeedView = .writer) -> CachedFiles {
+        var present = CachedFiles()
         guard let cache else { return present }
         for feed in feeds {
             guard case .success(let feedFolder) = cache.feedFolder(feed.name, view) else { continue }
             var folders: [Substring: Set<String>] = [:]
-            for resource in feed.resources {
+            for (position, resource) in feed.resources.enumerated() {
                 let path = resource.path
                 let slash = path.lastSlash
                 let parent = slash.map { path[..<$0] } ?? ""
@@ -38,7 +38,7 @@ enum CacheListing {
                     }
                     folders[parent] = files
                 }
-                if files.contains(leaf) { present.insert(ResourceKey(feed: feed.name, path: path)) }
+                if files.contains(leaf) { present.insert(feed: feed.name, position: position) }
             }
         }
         return present

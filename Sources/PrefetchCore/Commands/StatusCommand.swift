@@ -32,10 +32,10 @@ enum StatusCommand {
             var partials: [(path: String, point: ResumePoint)] = []
             var lastError: String?
             var lastErrorKey = ""
-            for resource in feed.resources {
+            for (position, resource) in feed.resources.enumerated() {
                 let key = ResourceKey(feed: feed.name, path: resource.path)
                 let state = snapshot.resources[key]
-                if cached.contains(key) {
+                if cached.contains(feed: feed.name, position: position) {
                     files += 1
                     bytes += state?.length ?? cache.flatMap { CacheListing.size(feed: feed.name, path: resource.path, in: $0) } ?? 0
                 }

@@ -15,7 +15,7 @@ enum ReaderIndex {
     /// says it before the lists; then `files`; then `missing`): at 100,000 resources the
     /// index is about 33 MB, and lists built apart and then joined held it twice, beside a
     /// dictionary of the plan's rows by path (48 MB; heaptrack, a revalidation `run`).
-    static func render(_ feed: Feed, plan: FeedPlan, state: StateSnapshot, cached: Set<ResourceKey>,
+    static func render(_ feed: Feed, plan: FeedPlan, state: StateSnapshot, cached: CachedFiles,
                        size: (Resource) -> UInt64?, updated: Instant) -> [UInt8] {
         let clock = plan.clock
         // Files placed together share their second: each second is formatted once.
@@ -29,7 +29,7 @@ enum ReaderIndex {
         }
         let rows = Rows(feed, plan)
         let release = releaseInForce(feed, plan: plan, state: state)
-        let listed = feed.resources.indices.filter { cached.contains(ResourceKey(feed: feed.name, path: feed.resources[$0].path)) }
+        let listed = feed.resources.indices.filter { cached.contains(feed: feed.name, position: $0) }
         var index = Writer(capacity: 256 + listed.count * 360 + (feed.resources.count - listed.count) * 96)
         index.bytes.append(UInt8(ascii: "{"))
         index.field("feed", string: feed.name, first: true)
@@ -110,17 +110,17 @@ enum ReaderIndex {
     }
 
     /// The index's `complete` without the rest of it (the metrics' `prefetch_release_complete`).
-    static func isComplete(_ feed: Feed, plan: FeedPlan, state: StateSnapshot, cached: Set<ResourceKey>) -> Bool {
+    static func isComplete(_ feed: Feed, plan: FeedPlan, state: StateSnapshot, cached: CachedFiles) -> Bool {
         isComplete(feed, rows: Rows(feed, plan), release: releaseInForce(feed, plan: plan, state: state), state: state, cached: cached,
                    plan: plan)
     }
 
-    private static func isComplete(_ feed: Feed, rows: Rows, release: Instant?, state: StateSnapshot, cached: Set<ResourceKey>,
+    private static func isComplete(_ feed: Feed, rows: Rows, release: Instant?, state: StateSnapshot, cached: CachedFiles,
                                    plan: FeedPlan) -> Bool {
         feed.resources.indices.allSatisfy { position in
             guard countsTowardCompletion(rows.item(position, plan)) else { return true }
             let key = ResourceKey(feed: feed.name, path: feed.resources[position].path)
-            return cached.contains(key) && isCurrent(validated: state.resources[key]?.validatedAt, release: release)
+            return cached.contains(feed: feed.name, position: position) && isCurrent(validated: state.resources[key]?.validatedAt, release: release)
         }
     }
 

@@ -12,7 +12,7 @@ enum CacheAdmission {
             for (i, item) in feedPlan.items.enumerated() where item.status == .due {
                 let key = ResourceKey(feed: feedPlan.name, path: item.path)
                 // The copy it replaces goes at the rename: the cache grows by the difference.
-                let old = input.cached.contains(key) ? input.state.resources[key]?.length ?? 0 : 0
+                let old = input.cached.contains(feed: feedPlan.name, position: Int(item.row)) ? input.state.resources[key]?.length ?? 0 : 0
                 requests.append(CacheBudget.Request(priority: item.priority, feed: feedPlan.name, index: i, bytes: item.bytes,
                                                     need: item.remaining.map { $0 - min($0, old) }))
                 rows.append((f, i))

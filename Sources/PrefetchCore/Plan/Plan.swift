@@ -177,7 +177,7 @@ public struct PlanInput: Sendable {
     public var feeds: [Feed]
     public var state: StateSnapshot
     /// Resources whose final file is in the cache.
-    public var cached: Set<ResourceKey>
+    public var cached: CachedFiles
     public var conditions: ConditionSnapshot
     public var now: Instant
     public var machineID: MachineID?
@@ -189,7 +189,7 @@ public struct PlanInput: Sendable {
     public var maxCacheSize: UInt64?
     public var cacheUsage: CacheUsage?
 
-    public init(feeds: [Feed], state: StateSnapshot = StateSnapshot(), cached: Set<ResourceKey> = [],
+    public init(feeds: [Feed], state: StateSnapshot = StateSnapshot(), cached: CachedFiles = CachedFiles(),
                 conditions: ConditionSnapshot = ConditionSnapshot(), now: Instant, machineID: MachineID? = nil,
                 partialFiles: [ResourceKey: PartialFile] = [:], bootID: String = BootID.unknown,
                 maxCacheSize: UInt64? = nil, cacheUsage: CacheUsage? = nil) {

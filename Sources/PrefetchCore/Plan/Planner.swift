@@ -23,7 +23,9 @@ public enum Planner {
         for feed in input.feeds {
             feedPlans.append(planFeed(feed, input: input))
         }
-        var plan = Plan(now: now, feeds: feedPlans, conditions: input.conditions, machineID: input.machineID,
+        // `consume`: the plan's rows the only reference to them, so ordering them below
+        // changes them in place (a second reference made Swift copy every feed's rows).
+        var plan = Plan(now: now, feeds: consume feedPlans, conditions: input.conditions, machineID: input.machineID,
                         throughput: input.state.throughput ?? defaultThroughput,
                         throughputMeasured: input.state.throughput != nil, order: [])
         CacheAdmission.apply(&plan, input: input)  // max_cache_size (SPEC §8), before the due work is ordered
@@ -106,7 +108,7 @@ public enum Planner {
             let key = ResourceKey(feed: feed.name, path: resource.path)
             // Nothing recorded or cached (a first plan): no key hashed twice per row.
             let state = input.state.resources.isEmpty ? nil : input.state.resources[key]
-            let cached = !input.cached.isEmpty && input.cached.contains(key)
+            let cached = !input.cached.isEmpty && input.cached.contains(feed: feed.name, position: row)
             // Hashing the URL and the entry is only needed to compare with what was recorded.
             let identity = state == nil ? "" : resource.url.identityHash
             let sameURL = state.map { resource.url.matches(recorded: $0.urlHash, identity: identity) } ?? false

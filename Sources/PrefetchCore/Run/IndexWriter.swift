@@ -1,7 +1,7 @@
 /// Writes the reader indexes (SPEC §6) of the feeds a command changed, from a plan made
 /// after the change: `run` and `daemon` at the end of each pass, `gc` after it removed files.
 enum IndexWriter {
-    static func write(_ feeds: [Feed], plan: Plan, state: StateSnapshot, cached: Set<ResourceKey>, cache: CacheFolder, now: Instant,
+    static func write(_ feeds: [Feed], plan: Plan, state: StateSnapshot, cached: CachedFiles, cache: CacheFolder, now: Instant,
                       console: Console) {
         let plans = Dictionary(plan.feeds.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for feed in feeds {
@@ -18,11 +18,11 @@ enum IndexWriter {
     /// holds of its listed resources (`cached`), or is not an index: one a crash or an
     /// earlier version left behind, which `gc` rewrites although it removed nothing. A feed
     /// without an index is not one (the next pass writes it).
-    static func stale(_ feeds: [Feed], cache: CacheFolder, cached: Set<ResourceKey>) -> Set<String> {
+    static func stale(_ feeds: [Feed], cache: CacheFolder, cached: CachedFiles) -> Set<String> {
         var stale = Set<String>()
         for feed in feeds {
             guard let bytes = cache.readIndex(feed: feed.name, view: .writer) else { continue }
-            let present = Set(feed.resources.lazy.map(\.path).filter { cached.contains(ResourceKey(feed: feed.name, path: $0)) })
+            let present = Set(feed.resources.indices.lazy.filter { cached.contains(feed: feed.name, position: $0) }.map { feed.resources[$0].path })
             if ReaderIndex.filePaths(bytes) != present { stale.insert(feed.name) }
         }
         return stale

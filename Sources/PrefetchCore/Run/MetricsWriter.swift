@@ -37,9 +37,9 @@ enum MetricsWriter {
         for (feed, feedPlan) in zip(feeds, plan.feeds) {
             var files = 0
             var bytes: UInt64 = 0
-            for resource in feed.resources {
+            for (position, resource) in feed.resources.enumerated() {
+                guard cached.contains(feed: feed.name, position: position) else { continue }
                 let key = ResourceKey(feed: feed.name, path: resource.path)
-                guard cached.contains(key) else { continue }
                 files += 1
                 bytes += snapshot.resources[key]?.length ?? CacheListing.size(feed: feed.name, path: resource.path, in: cache) ?? 0
             }

@@ -63,7 +63,7 @@ struct RunPass {
         let stateErrorsBefore = reporter.stateErrors
         let machineID = settings.machineID
         /// `sweep`: partials that cannot resume are discarded first (SPEC §7: when one is found at start).
-        func makePlan(sweep: Bool = false) -> (Plan, StateSnapshot, Set<ResourceKey>)? {
+        func makePlan(sweep: Bool = false) -> (Plan, StateSnapshot, CachedFiles)? {
             var snapshot: StateSnapshot
             do { snapshot = try state.snapshot() } catch {
                 console.err("prefetch: error: cannot read \(state.path): \(error)\n")
@@ -120,7 +120,7 @@ struct RunPass {
             let current = recorded.map { sameURL && !Planner.copyIsOfAnotherEntry(resource, $0, sameURL: sameURL) } ?? false
             let failuresCount = recorded?.failureRelease == release
                 && (recorded?.failureEntry.map { $0 == resource.fingerprint(identity: urlHash) } ?? sameURL)
-            let revalidates = cached.contains(key) && current
+            let revalidates = cached.contains(feed: feeds[position.feed].name, position: position.resource) && current
             var job = TransferJob(
                 feed: feed, position: position.resource, key: key, urlHash: urlHash, release: release,
                 cachedValidators: revalidates ? recorded?.validators : nil,
@@ -130,7 +130,7 @@ struct RunPass {
             if resource.mirrors != nil || recorded?.servedBy != nil { job.listURLs(recorded: recorded, revalidates: revalidates) }
             if cacheAllowance != nil {
                 // The length the plan admitted it at (its expected size, as `Planner` reckons it), or its partial's bytes.
-                let expected = resource.size ?? (cached.contains(key) ? recorded?.length : nil) ?? recorded?.lastResponseLength
+                let expected = resource.size ?? (cached.contains(feed: feeds[position.feed].name, position: position.resource) ? recorded?.length : nil) ?? recorded?.lastResponseLength
                     ?? recorded?.partial?.totalLength
                 let partialBytes = recorded?.partial == nil ? nil : cache.partialFile(CacheFolder.partialName(feed: key.feed, path: key.path))?.size
                 job.cacheAdmitted = expected ?? partialBytes ?? 0
@@ -164,7 +164,7 @@ struct RunPass {
         var wake: ConditionWake?
         var changed = summary.changedFeeds
         /// The plan made after the transfers, when one was (reused for the reader indexes).
-        var planAfter: (Plan, StateSnapshot, Set<ResourceKey>)?
+        var planAfter: (Plan, StateSnapshot, CachedFiles)?
         let settled: Set<ResourceStatus> = [.due, .fresh, .expired, .failed]
         // Nothing was transferred or written since the plan: it is the plan after the pass too.
         let planStands = plan.order.isEmpty && planned != nil && (try? state.changeStamp()) == planned
@@ -176,7 +176,11 @@ struct RunPass {
             // (without reading every resource's state and the cache again).
             // The reader indexes need no new plan either: every job is now cached and current.
             snapshot = StateSnapshot()  // not kept beside the one read now
-            if let after = try? state.snapshot() { planAfter = (plan, after, cached.union(plan.order)) }  // unreadable: planned again below
+            if let after = try? state.snapshot() {  // unreadable: planned again below
+                var placed = cached
+                for position in plan.positions { placed.insert(feed: feeds[position.feed].name, position: position.resource) }
+                planAfter = (plan, after, placed)
+            }
             let feedStates = (try? state.feedStates()) ?? [:]
             for feedPlan in plan.feeds where feedStates[feedPlan.name]?.lastReleaseFinished == nil && feedStates[feedPlan.name]?.lastRelease != nil {
                 recordState { try state.recordReleaseFinished(feed: feedPlan.name, at: clock()) }
@@ -279,7 +283,7 @@ struct RunPass {
     /// `plan()` once `snapshot` is emptied: the plan reads state again, and the old snapshot
     /// is not held beside the new one.
     private static func dropping(_ snapshot: inout StateSnapshot,
-                                 then plan: () -> (Plan, StateSnapshot, Set<ResourceKey>)?) -> (Plan, StateSnapshot, Set<ResourceKey>)? {
+                                 then plan: () -> (Plan, StateSnapshot, CachedFiles)?) -> (Plan, StateSnapshot, CachedFiles)? {
         snapshot = StateSnapshot()
         return plan()
     }

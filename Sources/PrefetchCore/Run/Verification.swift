@@ -45,7 +45,7 @@ enum Verification {
         }
         var position = -1
         files: for feed in feeds {
-            for resource in feed.resources {
+            for (place, resource) in feed.resources.enumerated() {
                 position += 1
                 guard position >= start else { continue }
                 if stopRequested() {
@@ -53,7 +53,7 @@ enum Verification {
                     break files
                 }
                 let key = ResourceKey(feed: feed.name, path: resource.path)
-                guard cached.contains(key) else { continue }
+                guard cached.contains(feed: feed.name, position: place) else { continue }
                 let name = "\(feed.name)/\(resource.path)"
                 guard let expected = snapshot.resources[key]?.sha256 else {
                     outcome.unverified += 1

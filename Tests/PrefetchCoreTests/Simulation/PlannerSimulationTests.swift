@@ -90,7 +90,7 @@ struct Simulation {
 
     func planned(at now: Instant) throws -> (Plan, StateSnapshot) {
         let snapshot = try store.snapshot()
-        let input = PlanInput(feeds: [decoded], state: snapshot, cached: cached,
+        let input = PlanInput(feeds: [decoded], state: snapshot, cached: CachedFiles(cached, in: [decoded]),
                               conditions: ConditionSnapshot(onAC: onAC, metered: metered, freeBytes: 1 << 50, freeSource: "simulation"),
                               now: now, machineID: MachineID(value: feed.machineID, source: "simulation"))
         return (Planner.plan(input), snapshot)
