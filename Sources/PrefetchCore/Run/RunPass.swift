@@ -122,7 +122,7 @@ struct RunPass {
                 && (recorded?.failureEntry.map { $0 == resource.fingerprint(identity: urlHash) } ?? sameURL)
             let revalidates = cached.contains(feed: feeds[position.feed].name, position: position.resource) && current
             var job = TransferJob(
-                feed: feed, position: position.resource, key: key, urlHash: urlHash, release: release,
+                feed: feed, position: position.resource, urlHash: urlHash, release: release,
                 cachedValidators: revalidates ? recorded?.validators : nil,
                 cachedLength: recorded?.length,
                 partial: recorded?.partial,

@@ -7,9 +7,12 @@ struct TransferJob {
     /// job (171 bytes each, a third of a job).
     private let position: UInt32
     var resource: Resource { feed.feed.resources[Int(position)] }
-    let key: ResourceKey
-    /// The URL's identity hash, as state.db records it.
-    let urlHash: String
+    /// Its feed's name and its path: made from the two (they share their strings), not kept.
+    var key: ResourceKey { ResourceKey(feed: feed.feed.name, path: resource.path) }
+    /// The URL's identity hash, as state.db records it: its 32 bytes inline (as text, a
+    /// string of 64 would take an allocation of 112 bytes a job, 11 MB at 100,000).
+    private let urlHashText: HexText
+    var urlHash: String { urlHashText.text }
     /// The manifest entry's fingerprint (failures count for it only): made when a failure is
     /// recorded, not carried by every job.
     var entry: String { resource.fingerprint(identity: urlHash) }
@@ -49,13 +52,12 @@ struct TransferJob {
     var validatorsByURL: [Validators?]?
 
     /// The job of `feed`'s resource at `position`.
-    init(feed: JobFeed, position: Int, key: ResourceKey, urlHash: String, release: Instant, cachedValidators: Validators?,
+    init(feed: JobFeed, position: Int, urlHash: String, release: Instant, cachedValidators: Validators?,
          cachedLength: UInt64? = nil, partial: PartialState?, failures: Int, notBefore: Instant = .distantPast) {
         self.feed = feed
         precondition(position < feed.feed.resources.count && position <= Int(UInt32.max), "no resource at \(position)")
         self.position = UInt32(position)
-        self.key = key
-        self.urlHash = urlHash
+        self.urlHashText = HexText(urlHash)
         self.release = release
         self.cachedValidators = cachedValidators
         self.cachedLength = cachedLength
