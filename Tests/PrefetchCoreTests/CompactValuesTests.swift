@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import PrefetchCore
 
 /// The compact records a large manifest and state.db are held in (`StringInterner`,
@@ -255,5 +256,61 @@ import Testing
             }
             #expect(!cached.contains(feed: "elsewhere", position: 0))
         }
+    }
+
+    /// `ListedPaths`: each listed path over 15 bytes is found from its bytes as the resource's
+    /// own string (the same storage); a shorter, unlisted or other feed's path is not. Then
+    /// a read of state.db keys its rows by those strings.
+    @Test func listedPathsAreFoundAsTheResourcesOwnStrings() throws {
+        var random = SplitMix64(seed: Self.seed)
+        func base(_ text: String) -> UnsafeRawPointer? { text.utf8.withContiguousStorageIfAvailable { UnsafeRawPointer($0.baseAddress) } ?? nil }
+        for round in 0..<20 {
+            // Paths of 10 to 40 bytes, some only a byte apart (the same hash slot neighbourhood).
+            let count = Int(random.next() % 300)
+            var paths: [String] = []
+            for index in 0..<count {
+                let stem = String(repeating: "d", count: Int(random.next() % 30))
+                paths.append("p\(stem)/f\(index % 7)-\(index).bin")
+            }
+            let yaml = "name: f\nresources:" + (count == 0 ? " []\n" : "\n")
+                + paths.map { "  - { url: \"https://e.com/x\", path: \"\($0)\" }\n" }.joined()
+            let feed = try #require(FeedDecoder(config: Config()).decode(Array(yaml.utf8), file: "f.yaml").feed, "seed \(Self.seed)")
+            var listed = ListedPaths([feed])
+            func find(_ text: String, feed name: String = "f") -> String? {
+                var bytes = text
+                return bytes.withUTF8 { listed.path(feed: name, $0) }
+            }
+            for resource in feed.resources {
+                let found = find(String(decoding: Array(resource.path.utf8), as: UTF8.self))  // another string of the same bytes
+                if resource.path.utf8.count > 15 {
+                    let kept = try #require(found, "seed \(Self.seed), round \(round): \(resource.path) not found")
+                    #expect(kept == resource.path && base(kept) == base(resource.path), "seed \(Self.seed), round \(round)")
+                } else {
+                    #expect(found == nil, "seed \(Self.seed), round \(round): \(resource.path)")
+                }
+                #expect(find(resource.path, feed: "g") == nil)
+                #expect(find(resource.path + "x") == nil || paths.contains(resource.path + "x"))
+            }
+        }
+        // A read of state.db: the row's key holds the listed resource's string.
+        let folder = try TemporaryFolder()
+        let store = try StateStore.openForWriting(folder.path + "/state.db")
+        let feed = try #require(FeedDecoder(config: Config()).decode(Array("""
+            name: f
+            resources:
+              - { url: "https://e.com/a", path: "a/rather/long/path.bin" }
+              - { url: "https://e.com/b", path: "short.bin" }
+            """.utf8), file: "f.yaml").feed)
+        for resource in feed.resources {
+            try store.recordValidated(ResourceKey(feed: "f", path: resource.path), urlHash: "h", validators: Validators(), length: 1,
+                                      sha256: nil, placed: true, at: 1)
+        }
+        try store.recordValidated(ResourceKey(feed: "f", path: "no/longer/listed/path.bin"), urlHash: "h", validators: Validators(),
+                                  length: 1, sha256: nil, placed: true, at: 1)
+        store.sharePaths(of: [feed])
+        let snapshot = try store.snapshot()
+        let keys = Dictionary(uniqueKeysWithValues: snapshot.resources.map { ($0.key.path, $0.key.path) })
+        #expect(Set(keys.keys) == ["a/rather/long/path.bin", "short.bin", "no/longer/listed/path.bin"])
+        #expect(base(try #require(keys["a/rather/long/path.bin"])) == base(feed.resources[0].path))
     }
 }

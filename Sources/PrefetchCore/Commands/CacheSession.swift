@@ -61,6 +61,7 @@ struct CacheSession {
         let path = cache.statePath
         do {
             let store = try StateStore.openForWriting(path, currentURL: currentURLs(feeds))
+            store.sharePaths(of: feeds)
             _ = try store.snapshot()
             return store
         } catch {
@@ -73,7 +74,9 @@ struct CacheSession {
             }
             for name in cache.partialNames() { cache.removePartial(name) }
             do {
-                return try StateStore.openForWriting(path)
+                let store = try StateStore.openForWriting(path)
+                store.sharePaths(of: feeds)
+                return store
             } catch {
                 console.err("prefetch: error: cannot create \(path): \(error)\n")
                 return nil

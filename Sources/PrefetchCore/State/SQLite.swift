@@ -244,6 +244,14 @@ final class SQLiteStatement {
         return interner.intern(bytes) { String(cString: pointer) }
     }
 
+    /// A text column that is a path of feed `feed`'s: the feed's own string of it, when it
+    /// lists it (`ListedPaths`).
+    func text(_ column: Int32, listedIn listed: inout ListedPaths, feed: String) -> String? {
+        guard let pointer = sqlite3_column_text(handle, column) else { return nil }
+        let bytes = UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(handle, column)))
+        return listed.path(feed: feed, bytes) ?? String(cString: pointer)
+    }
+
     /// A text column that is often the same as `other` (another column of the row, read
     /// before): `other` itself when the bytes are the same, so they share one string.
     func text(_ column: Int32, sameAs other: String?) -> String? {

@@ -281,6 +281,16 @@ public final class StateStore {
 
     private var lastSnapshot: (stamp: (Int64, Int64), snapshot: StateSnapshot)?
 
+    /// The feeds whose path strings a read of state.db shares (`ListedPaths`): those loaded
+    /// now (`sharePaths`); another path is read as a string of its own.
+    private var listedFeeds: [Feed] = []
+
+    /// Rows of these feeds' resources are keyed by the resources' own path strings; the
+    /// feeds replace those given before (a daemon that reloads its feeds gives the new ones).
+    public func sharePaths(of feeds: [Feed]) {
+        listedFeeds = feeds
+    }
+
     /// Changes with every row this connection writes and every commit of another one.
     public struct ChangeStamp: Equatable, Sendable {
         let ours: Int64
@@ -337,6 +347,7 @@ public final class StateStore {
         // would otherwise hold a million copies of each); a response's validators are
         // usually the copy's.
         var repeated = StringInterner()
+        var listed = ListedPaths(listedFeeds)
         while try resources.step() {
             var state = ResourceState(urlHash: resources.text(2) ?? "")
             state.validators = Validators(etag: resources.text(3), lastModified: resources.text(4))
@@ -360,7 +371,8 @@ public final class StateStore {
             }
             state.copyEncoding = resources.text(23).flatMap(EncodingMode.init(rawValue:)) ?? .refuse
             if let served = resources.text(24) { state.servedBy = ServedBy(hash: served, shown: resources.text(25)) }
-            snapshot.resources[ResourceKey(feed: resources.text(0, interning: &repeated) ?? "", path: resources.text(1) ?? "")] = state
+            let feed = resources.text(0, interning: &repeated) ?? ""
+            snapshot.resources[ResourceKey(feed: feed, path: resources.text(1, listedIn: &listed, feed: feed) ?? "")] = state
         }
         // Other URLs' validators of a copy (SPEC §8): only those of the copy's own version.
         let others = try db.prepare("""

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Equal strings made into one: the first of each text is kept and handed out for every
 /// later one with the same bytes, so they share its storage (a manifest's thousands of
 /// URLs name a handful of hosts; state.db's rows repeat a few dates and feed names).
@@ -32,7 +34,7 @@ struct StringInterner {
         if let bucket = buckets[hash] {
             for kept in bucket {
                 var same = kept  // the same storage; `withUTF8` is mutating
-                if same.withUTF8({ $0.count == bytes.count && $0.elementsEqual(bytes) }) { return kept }
+                if same.withUTF8({ $0.count == bytes.count && (bytes.isEmpty || memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0) }) { return kept }
             }
         }
         let text = make?() ?? String(decoding: bytes, as: UTF8.self)

@@ -1,0 +1,68 @@
+import Foundation
+
+/// The paths the loaded feeds list, found from the bytes of a state.db row without making a
+/// string of them: the row's key then holds the resource's own path string (one storage for
+/// both). A path over 15 bytes is an allocation of its own: 6.4 MB for 100,000 rows of
+/// 17-byte paths, made again at every read of state.db.
+///
+/// Built for one read and dropped after it (a slot table of 4 bytes per 2 paths).
+struct ListedPaths {
+    private struct Table {
+        let name: String
+        let resources: [Resource]
+        /// Positions in `resources` + 1 by the hash of their path (0: empty); a power of two
+        /// at least twice the paths it holds.
+        var slots: [Int32]
+    }
+    private var tables: [Table] = []
+    /// Where each feed's table is in `tables`; rows come feed by feed, so the last one found
+    /// is asked first (no hashing of the name for most rows).
+    private var places: [String: Int] = [:]
+    private var last = 0
+
+    init(_ feeds: [Feed]) {
+        for feed in feeds {
+            let long = feed.resources.lazy.filter { $0.path.utf8.count > 15 }.count
+            guard long > 0, feed.resources.count < Int(Int32.max) else { continue }
+            var slots = [Int32](repeating: 0, count: max(4, (2 * long).nextPowerOfTwo))
+            let mask = slots.count - 1
+            for (position, resource) in feed.resources.enumerated() where resource.path.utf8.count > 15 {
+                var path = resource.path  // the same storage; `withUTF8` is mutating
+                var slot = path.withUTF8 { Self.hash($0) } & mask
+                while slots[slot] != 0 { slot = (slot + 1) & mask }
+                slots[slot] = Int32(position + 1)
+            }
+            places[feed.name] = tables.count
+            tables.append(Table(name: feed.name, resources: feed.resources, slots: slots))
+        }
+    }
+
+    /// The listed path of feed `feed` with these bytes, when there is one of over 15 bytes.
+    mutating func path(feed: String, _ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        guard bytes.count > 15, !tables.isEmpty else { return nil }
+        if tables[last].name != feed {
+            guard let place = places[feed] else { return nil }
+            last = place
+        }
+        let table = tables[last]
+        let mask = table.slots.count - 1
+        var slot = Self.hash(bytes) & mask
+        while table.slots[slot] != 0 {
+            var path = table.resources[Int(table.slots[slot]) - 1].path
+            if path.withUTF8({ $0.count == bytes.count && memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }) { return path }
+            slot = (slot + 1) & mask
+        }
+        return nil
+    }
+
+    /// FNV-1a: only this table sees it.
+    private static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes { h = (h ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        return Int(truncatingIfNeeded: h ^ (h >> 32))
+    }
+}
+
+private extension Int {
+    var nextPowerOfTwo: Int { self <= 1 ? 1 : 1 << (Int.bitWidth - (self - 1).leadingZeroBitCount) }
+}
