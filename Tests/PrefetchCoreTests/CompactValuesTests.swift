@@ -275,7 +275,7 @@ import TestSupport
             let yaml = "name: f\nresources:" + (count == 0 ? " []\n" : "\n")
                 + paths.map { "  - { url: \"https://e.com/x\", path: \"\($0)\" }\n" }.joined()
             let feed = try #require(FeedDecoder(config: Config()).decode(Array(yaml.utf8), file: "f.yaml").feed, "seed \(Self.seed)")
-            var listed = ListedPaths([feed])
+            var listed = ListedPaths([ListedFeedPaths(feed)])
             func find(_ text: String, feed name: String = "f") -> String? {
                 var bytes = text
                 return bytes.withUTF8 { listed.path(feed: name, $0) }
@@ -307,7 +307,7 @@ import TestSupport
         }
         try store.recordValidated(ResourceKey(feed: "f", path: "no/longer/listed/path.bin"), urlHash: "h", validators: Validators(),
                                   length: 1, sha256: nil, placed: true, at: 1)
-        store.sharePaths(of: [feed])
+        store.sharePaths(of: [ListedFeedPaths(feed)])
         let snapshot = try store.snapshot()
         let keys = Dictionary(uniqueKeysWithValues: snapshot.resources.map { ($0.key.path, $0.key.path) })
         #expect(Set(keys.keys) == ["a/rather/long/path.bin", "short.bin", "no/longer/listed/path.bin"])

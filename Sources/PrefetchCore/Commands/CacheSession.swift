@@ -61,7 +61,7 @@ struct CacheSession {
         let path = cache.statePath
         do {
             let store = try StateStore.openForWriting(path, currentURL: currentURLs(feeds))
-            store.sharePaths(of: feeds)
+            store.sharePaths(of: feeds.map(ListedFeedPaths.init))
             _ = try store.snapshot()
             return store
         } catch {
@@ -75,7 +75,7 @@ struct CacheSession {
             for name in cache.partialNames() { cache.removePartial(name) }
             do {
                 let store = try StateStore.openForWriting(path)
-                store.sharePaths(of: feeds)
+                store.sharePaths(of: feeds.map(ListedFeedPaths.init))
                 return store
             } catch {
                 console.err("prefetch: error: cannot create \(path): \(error)\n")
@@ -106,5 +106,12 @@ struct CacheSession {
             }
             return table?[key]
         }
+    }
+}
+
+extension ListedFeedPaths {
+    /// The paths `feed` lists, read from its resources when asked (nothing copied).
+    init(_ feed: Feed) {
+        self.init(feed: feed.name, count: feed.resources.count, path: { [resources = feed.resources] in resources[$0].path })
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The paths the loaded feeds list, found from the bytes of a state.db row without making a
+/// The paths the loaded feeds list (`ListedFeedPaths`), found from the bytes of a state.db row without making a
 /// string of them: the row's key then holds the resource's own path string (one storage for
 /// both). A path over 15 bytes is an allocation of its own: 6.4 MB for 100,000 rows of
 /// 17-byte paths, made again at every read of state.db.
@@ -9,7 +9,7 @@ import Foundation
 struct ListedPaths {
     private struct Table {
         let name: String
-        let resources: [Resource]
+        let paths: ListedFeedPaths
         /// Positions in `resources` + 1 by the hash of their path (0: empty); a power of two
         /// at least twice the paths it holds.
         var slots: [Int32]
@@ -20,20 +20,21 @@ struct ListedPaths {
     private var places: [String: Int] = [:]
     private var last = 0
 
-    init(_ feeds: [Feed]) {
-        for feed in feeds {
-            let long = feed.resources.lazy.filter { $0.path.utf8.count > 15 }.count
-            guard long > 0, feed.resources.count < Int(Int32.max) else { continue }
+    init(_ feeds: [ListedFeedPaths]) {
+        for feed in feeds where feed.count < Int(Int32.max) {
+            let long = (0..<feed.count).lazy.filter { feed.path($0).utf8.count > 15 }.count
+            guard long > 0 else { continue }
             var slots = [Int32](repeating: 0, count: max(4, (2 * long).nextPowerOfTwo))
             let mask = slots.count - 1
-            for (position, resource) in feed.resources.enumerated() where resource.path.utf8.count > 15 {
-                var path = resource.path  // the same storage; `withUTF8` is mutating
+            for position in 0..<feed.count {
+                var path = feed.path(position)  // the same storage; `withUTF8` is mutating
+                guard path.utf8.count > 15 else { continue }
                 var slot = path.withUTF8 { Self.hash($0) } & mask
                 while slots[slot] != 0 { slot = (slot + 1) & mask }
                 slots[slot] = Int32(position + 1)
             }
-            places[feed.name] = tables.count
-            tables.append(Table(name: feed.name, resources: feed.resources, slots: slots))
+            places[feed.feed] = tables.count
+            tables.append(Table(name: feed.feed, paths: feed, slots: slots))
         }
     }
 
@@ -48,7 +49,7 @@ struct ListedPaths {
         let mask = table.slots.count - 1
         var slot = Self.hash(bytes) & mask
         while table.slots[slot] != 0 {
-            var path = table.resources[Int(table.slots[slot]) - 1].path
+            var path = table.paths.path(Int(table.slots[slot]) - 1)
             if path.withUTF8({ $0.count == bytes.count && memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }) { return path }
             slot = (slot + 1) & mask
         }
@@ -60,6 +61,20 @@ struct ListedPaths {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in bytes { h = (h ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
         return Int(truncatingIfNeeded: h ^ (h >> 32))
+    }
+}
+
+/// One feed's listed paths as state.db's reads are given them (`StateStore.sharePaths`): the
+/// feed's name, how many it lists, and the path at each place in its list.
+public struct ListedFeedPaths: Sendable {
+    public let feed: String
+    public let count: Int
+    public let path: @Sendable (Int) -> String
+
+    public init(feed: String, count: Int, path: @escaping @Sendable (Int) -> String) {
+        self.feed = feed
+        self.count = count
+        self.path = path
     }
 }
 

@@ -281,13 +281,13 @@ public final class StateStore {
 
     private var lastSnapshot: (stamp: (Int64, Int64), snapshot: StateSnapshot)?
 
-    /// The feeds whose path strings a read of state.db shares (`ListedPaths`): those loaded
+    /// The listed paths a read of state.db shares (`ListedPaths`): those of the feeds loaded
     /// now (`sharePaths`); another path is read as a string of its own.
-    private var listedFeeds: [Feed] = []
+    private var listedFeeds: [ListedFeedPaths] = []
 
-    /// Rows of these feeds' resources are keyed by the resources' own path strings; the
-    /// feeds replace those given before (a daemon that reloads its feeds gives the new ones).
-    public func sharePaths(of feeds: [Feed]) {
+    /// Rows of these paths are keyed by the very strings; they replace those given before
+    /// (a daemon that reloads its feeds gives the new ones).
+    public func sharePaths(of feeds: [ListedFeedPaths]) {
         listedFeeds = feeds
     }
 

@@ -4,11 +4,11 @@ import Foundation
 /// transfers on it, within its share of the connection limits. It takes jobs from the
 /// `RunBoard`, and writes state and sends events through it.
 final class EngineShard: @unchecked Sendable {
-    private let board: RunBoard
-    private let cache: CacheFolder
+    let board: RunBoard
+    let cache: CacheFolder
     private let config: Config
     private let environment: [String: String]
-    private let clock: () -> Instant
+    let clock: () -> Instant
     /// This boot's id, recorded with every partial.
     private let bootID: String
     /// The run's body buffers.
@@ -17,17 +17,17 @@ final class EngineShard: @unchecked Sendable {
     private var failures: FailureReporter
     private let multi: CurlMulti
     private let limits: ShardLimits
-    private var active: [CurlEasy.ID: Transfer] = [:]
+    var active: [CurlEasy.ID: Transfer] = [:]
     private var handles: HandlePool
-    private let syncs: PendingSyncs
-    private var ledger: ShardLedger
+    let syncs: PendingSyncs
+    var ledger: ShardLedger
     /// Folders of the cache opened by placements on this shard.
     private var openFolders: [String: FileDescriptor] = [:]
-    private(set) var summary = EngineSummary()
+    var summary = EngineSummary()
     /// Feeds whose metered bytes count toward their budget.
-    private let metered: Bool
+    let metered: Bool
     /// Crash tests' faults at `partial-record`, `file-fsync` and `rename`.
-    private let faults: FaultPoints
+    let faults: FaultPoints
     /// When the clocks were last looked at (monotonic nanoseconds).
     private var lastClockCheck: UInt64 = 0
     /// The room left under `max_cache_size` (SPEC §8), shared by the run's shards; nil: no cap.
@@ -206,7 +206,7 @@ final class EngineShard: @unchecked Sendable {
 
     /// Takes a running transfer off the multi handle and out of the running set, and ends
     /// its hold on the handle.
-    private func takeOut(_ transfer: Transfer, reusable: Bool) {
+    func takeOut(_ transfer: Transfer, reusable: Bool) {
         let removed = multi.remove(transfer.easy)
         deactivate(transfer)
         release(transfer, reusable: reusable && removed)
@@ -382,7 +382,7 @@ final class EngineShard: @unchecked Sendable {
 
     /// A transfer failed: its attempt is recorded, its partial kept (fsynced) when it can
     /// resume, else dropped, then `retryOrReport`.
-    private func fail(_ transfer: Transfer, _ failure: TransferFailure) {
+    func fail(_ transfer: Transfer, _ failure: TransferFailure) {
         transfer.fail(failure)
         var job = transfer.job
         job.cacheAdmitted = transfer.cacheRoomHeld  // a retry keeps the room this attempt took (SPEC §8)
@@ -405,7 +405,7 @@ final class EngineShard: @unchecked Sendable {
     }
 
     /// The resource's last 2xx response, when this transfer had one (§6's deadline rule).
-    private func recordResponse(_ transfer: Transfer) {
+    func recordResponse(_ transfer: Transfer) {
         guard let response = transfer.lastResponse else { return }
         ledger.response(transfer.job, response, length: transfer.expectedTotal, at: clock())
     }
@@ -442,108 +442,5 @@ final class EngineShard: @unchecked Sendable {
                 exchangeEnded(transfer, curlCode: CurlGlobal.writeError)
             }
         }
-    }
-
-    // MARK: Pausing and durability
-
-    /// Pauses a running transfer: a resumable partial is fsynced and kept (its record says
-    /// where the next run resumes), one that cannot resume (§7's one rule) is discarded.
-    private func pause(_ transfer: Transfer, reason: String) {
-        guard transfer.pause(reason) else { return }
-        takeOut(transfer, reusable: false)
-        board.probeEnded(transfer.job.url)  // a paused probe says nothing of its origin
-        countMetered(transfer)
-        recordResponse(transfer)
-        let fate: PartialFate
-        if transfer.offset == 0 {
-            fate = .none
-        } else if case .restart(let obstacle) = nextPassVerdict(transfer) {
-            fate = .discarded(transfer.offset, because: obstacle.description)
-            cache.removePartial(transfer.partialName)
-            ledger.partialRemoved(transfer.job.key)
-        } else {
-            sync(transfer)
-            fate = .kept(transfer.syncedOffset)
-        }
-        attempt(transfer, outcome: "paused", error: reason)
-        summary.count(.paused, feed: transfer.job.feed.name)
-        board.emit(.paused(transfer.job.key, reason: reason, partial: fate, refusedResume: transfer.refusedResume))
-    }
-
-    /// §7's verdict on a paused transfer's partial, judged at the URL the resource's next
-    /// pass asks first (SPEC §8): one begun at another of its URLs goes on there only with a
-    /// `sha256`, so without one it is not kept for a resume that cannot happen.
-    private func nextPassVerdict(_ transfer: Transfer) -> ResumeRule.Verdict {
-        let verdict = transfer.resumeVerdict
-        let job = transfer.job
-        guard verdict.isResumable, job.mirrorPass != nil,
-              job.urlKey != job.servedIndex.flatMap({ $0 == 0 ? nil : job.resource.url(at: $0).identityHash }) else { return verdict }
-        return ResumeRule.judge(transfer.lastResponse ?? ResponseFacts(), sha256Given: job.resource.sha256 != nil,
-                                encoding: job.resource.encoding, atAnotherURL: true)
-    }
-
-    /// The periodic fsync of a running transfer's partial, off the loop; the offset is
-    /// recorded when it is durable (`handleSynced`).
-    private func syncInBackground(_ transfer: Transfer) {
-        guard !syncs.inline else { return sync(transfer) }
-        // What is still gathering is written first: a slow transfer's partial on disk lags
-        // by one sync interval, not by a whole buffer.
-        let written = transfer.settledOffset()
-        guard let file = transfer.file, written > transfer.syncedOffset,
-              !syncs.isSyncingPartial(of: transfer) else { return }
-        syncs.awaitPartial(file, .init(transfer: transfer, offset: written, epoch: transfer.machine.epoch, validators: transfer.partialValidators,
-                                       total: transfer.expectedTotal))
-    }
-
-    /// fsync the partial, then record the offset: a crash never trusts unsynced bytes (FAULTS 2).
-    private func sync(_ transfer: Transfer) {
-        let written = transfer.settledOffset()  // after what is still gathering is written
-        guard written > 0, written != transfer.syncedOffset else { return }
-        guard let file = transfer.file, faults.reach(.partialFsync) == nil, case .success = file.sync(),
-              transfer.noteSynced(written, epoch: transfer.machine.epoch, validators: transfer.partialValidators) else { return }
-        ledger.partial(transfer.job.key, transfer.partialRecord(syncedOffset: transfer.syncedOffset, at: clock()))
-    }
-
-    /// Commits the record of every body that began since the last loop and may come to hold
-    /// 1 MiB (or continues a recorded partial), then lets those paused for it go on: a
-    /// `kill -9` from then on loses nothing the kernel accepted (SPEC §5). One commit for
-    /// all of them; a body that stays small is never waited for. A record that cannot be
-    /// committed fails its transfer (a full disk pauses the run), so no partial grows
-    /// beyond 1 MiB that a later run could not trust.
-    private func recordNewPartials() {
-        guard active.values.contains(where: \.needsRecord) else { return }  // the common case: no allocation
-        let starting = active.values.filter(\.needsRecord)
-        let now = clock()
-        for transfer in starting {
-            ledger.partial(transfer.job.key, transfer.takeRecord(at: now))
-            recordResponse(transfer)  // a kill -9 from now on leaves the resource's last 2xx response known
-        }
-        let failure: (any Error)? = faults.reach(.partialRecord).map { SQLiteError(code: $0.code == ENOSPC ? 13 : 10, message: "\($0)") }
-            ?? ledger.commit(force: true)
-        for transfer in starting {
-            if let failure {
-                takeOut(transfer, reusable: false)
-                let full = (failure as? SQLiteError)?.code == 13  // SQLITE_FULL
-                fail(transfer, TransferFailure(kind: full ? .diskFull : .transient,
-                                               message: full ? "disk full" : "cannot record the partial in state.db: \(failure)",
-                                               retryAfter: nil, discardPartial: !full, httpStatus: nil))
-            } else {
-                transfer.recordCommitted()
-            }
-        }
-    }
-
-    /// Counts the bytes a transfer received since it was last counted (run totals, metered budget).
-    private func countMetered(_ transfer: Transfer) {
-        let new = transfer.received - transfer.counted
-        transfer.counted = transfer.received
-        summary.countBody(new, feed: transfer.job.feed.name)
-        guard metered, new > 0 else { return }
-        let day = LocalDay.label(clock(), clock: ZoneClock(transfer.job.feed.timeZone))
-        ledger.meteredBytes(MeteredDay(feed: transfer.job.feed.name, day: day), new)
-    }
-
-    private func attempt(_ transfer: Transfer, outcome: String, error: String?, status: Int? = nil) {
-        ledger.attempt(transfer, outcome: outcome, error: error, status: status, at: clock())
     }
 }
