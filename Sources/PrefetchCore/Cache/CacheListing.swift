@@ -5,7 +5,7 @@ enum CacheListing {
     /// The partial files on disk of the resources state.db records a partial for (one
     /// `fstatat` each; creates nothing): what `ResumePoint` needs to say where each resumes.
     static func partialFiles(_ snapshot: StateSnapshot, in cache: CacheFolder?) -> [ResourceKey: PartialFile] {
-        guard let cache else { return [:] }
+        guard let cache, snapshot.hasPartials else { return [:] }
         var files: [ResourceKey: PartialFile] = [:]
         for (key, state) in snapshot.resources where state.partial != nil {
             if let file = cache.partialFile(CacheFolder.partialName(feed: key.feed, path: key.path)) { files[key] = file }

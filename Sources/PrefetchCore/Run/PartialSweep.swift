@@ -6,6 +6,8 @@ enum PartialSweep {
     /// takes them out of `snapshot`. A record state.db could not drop stays (the transfer
     /// that finds it discards it again); its file goes either way.
     static func discardUnresumable(_ feeds: [Feed], snapshot: inout StateSnapshot, cache: CacheFolder, state: StateStore) throws(SQLiteError) {
+        // Most passes have no partial at all: one look over the records, not a lookup per resource.
+        guard snapshot.hasPartials else { return }
         var failure: SQLiteError?
         for feed in feeds {
             for resource in feed.resources {
@@ -25,6 +27,7 @@ enum PartialSweep {
     /// The partials of `feeds` kept for resume (`ResumePoint`): how many, and the bytes the
     /// next run resumes from.
     static func kept(_ feeds: [Feed], snapshot: StateSnapshot, cache: CacheFolder?, bootID: String) -> (count: Int, bytes: UInt64) {
+        guard snapshot.hasPartials else { return (0, 0) }
         let files = CacheListing.partialFiles(snapshot, in: cache)
         var count = 0, bytes: UInt64 = 0
         for feed in feeds {

@@ -11,6 +11,10 @@ public struct StateSnapshot: Sendable {
     public var originHolds: [String: OriginHold] = [:]
 
     public init() {}
+
+    /// Whether any resource has a partial recorded: one look over the records (most passes
+    /// have none, and then skip the lookups per resource that ask for one).
+    public var hasPartials: Bool { resources.values.contains { $0.hasPartial } }
 }
 
 /// An origin held after a connection-level failure or a 429/502/503/504 (SPEC §6): none of
@@ -225,6 +229,8 @@ public struct ResourceState: Sendable, Equatable {
     }
 
     /// A partial download, if any.
+    /// Whether `partial` is there (without copying it out).
+    public var hasPartial: Bool { partialBox != nil }
     public var partial: PartialState? {
         get { partialBox?.value }
         set { partialBox = newValue.map(Box.init) }

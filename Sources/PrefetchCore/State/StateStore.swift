@@ -308,7 +308,7 @@ public final class StateStore {
     /// Whether any partial is recorded (a stop that has none to speak of reads no snapshot).
     public func hasPartials() throws(SQLiteError) -> Bool {
         if let last = lastSnapshot, last.stamp == (try db.changeStamp) {
-            return last.snapshot.resources.values.contains { $0.partial != nil }
+            return last.snapshot.hasPartials
         }
         let any = try db.prepare("SELECT 1 FROM partials LIMIT 1")
         defer { any.reset() }
