@@ -56,10 +56,15 @@ import TestSupport
             #expect(Digest256(hex: other) == nil || other == hex)
             #expect(HexText(other).text == other)
             #expect((HexText(other) == HexText(hex)) == (other == hex))
+            // From the bytes (as state.db's columns are read): the same value either way.
+            for text in [hex, other] {
+                #expect(Array(text.utf8).withUnsafeBufferPointer { HexText(bytes: $0) } == HexText(text), "seed \(Self.seed), round \(round)")
+            }
         }
         for bad in ["", "v1:" + String(repeating: "a", count: 64), String(repeating: "g", count: 64), String(repeating: "a", count: 65)] {
             #expect(Digest256(hex: bad) == nil)
             #expect(HexText(bad).text == bad)
+            #expect(Array(bad.utf8).withUnsafeBufferPointer { HexText(bytes: $0) }.text == bad)
         }
         #expect(HexText("é") != HexText("e\u{301}"))
     }

@@ -1,3 +1,4 @@
+import Foundation
 internal import CSQLite
 
 /// An SQLite error with the library's message.
@@ -252,12 +253,20 @@ final class SQLiteStatement {
         return listed.path(feed: feed, bytes) ?? String(cString: pointer)
     }
 
+    /// A text column that is usually a SHA-256's hex (`HexText`): no string made of a digest.
+    func hexText(_ column: Int32) -> HexText? {
+        guard let pointer = sqlite3_column_text(handle, column) else { return nil }
+        return HexText(bytes: UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(handle, column))))
+    }
+
     /// A text column that is often the same as `other` (another column of the row, read
     /// before): `other` itself when the bytes are the same, so they share one string.
     func text(_ column: Int32, sameAs other: String?) -> String? {
         guard let pointer = sqlite3_column_text(handle, column) else { return nil }
         let bytes = UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(handle, column)))
-        if let other, other.utf8.elementsEqual(bytes) { return other }
+        if var same = other, same.withUTF8({ $0.count == bytes.count && (bytes.isEmpty || memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0) }) {
+            return same
+        }
         return String(cString: pointer)
     }
 }

@@ -169,6 +169,12 @@ public struct ResourceState: Sendable, Equatable {
         self.urlHashText = HexText(urlHash)
     }
 
+    /// A record of these hashes as state.db's columns hold them (`SQLiteStatement.hexText`).
+    init(urlHash: HexText, sha256: HexText?) {
+        self.urlHashText = urlHash
+        self.sha256Text = sha256
+    }
+
     /// Length of the placed copy.
     public var length: UInt64? {
         get { present & 1 != 0 ? numbers.0 : nil }

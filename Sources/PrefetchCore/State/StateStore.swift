@@ -349,19 +349,19 @@ public final class StateStore {
         var repeated = StringInterner()
         var listed = ListedPaths(listedFeeds)
         while try resources.step() {
-            var state = ResourceState(urlHash: resources.text(2) ?? "")
+            var state = ResourceState(urlHash: resources.hexText(2) ?? HexText(""), sha256: resources.hexText(6))
             state.validators = Validators(etag: resources.text(3), lastModified: resources.text(4))
             state.length = resources.int(5).map { UInt64(bitPattern: $0) }
-            state.sha256 = resources.text(6)
             state.placedAt = resources.instant(7)
             state.validatedAt = resources.instant(8)
             state.lastSuccess = resources.instant(9)
-            state.lastError = resources.text(10)
-            state.failures = Int(resources.int(11) ?? 0)
-            state.failureRelease = resources.instant(12)
-            state.permanentFailure = resources.int(13) == 1
-            state.nextRetry = resources.instant(14)
-            state.failureEntry = resources.text(15)
+            // The failure record only when the row has one (each setter rebuilds it).
+            if let error = resources.text(10) { state.lastError = error }
+            if let failures = resources.int(11), failures != 0 { state.failures = Int(failures) }
+            if let release = resources.instant(12) { state.failureRelease = release }
+            if resources.int(13) == 1 { state.permanentFailure = true }
+            if let retry = resources.instant(14) { state.nextRetry = retry }
+            if let entry = resources.text(15) { state.failureEntry = entry }
             if resources.int(21) != nil {
                 state.lastResponse = ResponseFacts(etag: resources.text(16, sameAs: state.validators.etag),
                                                    lastModified: resources.text(17, sameAs: state.validators.lastModified),

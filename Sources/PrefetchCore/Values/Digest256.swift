@@ -9,24 +9,26 @@ struct Digest256: Sendable, Hashable {
     /// 200,000 of them.)
     init?(hex: String) {
         var text = hex
-        let words = text.withUTF8 { bytes -> (UInt64, UInt64, UInt64, UInt64)? in
-            guard bytes.count == 64 else { return nil }
-            func word(_ start: Int) -> UInt64? {
-                var word: UInt64 = 0
-                for byte in bytes[start..<(start + 16)] {
-                    switch byte {
-                    case 48...57: word = word << 4 | UInt64(byte - 48)
-                    case 97...102: word = word << 4 | UInt64(byte - 87)
-                    default: return nil
-                    }
+        guard let digest = text.withUTF8({ Digest256(hexBytes: $0) }) else { return nil }
+        self = digest
+    }
+
+    /// The same from the text's UTF-8 bytes (a state.db column, read with no string made).
+    init?(hexBytes bytes: UnsafeBufferPointer<UInt8>) {
+        guard bytes.count == 64 else { return nil }
+        func word(_ start: Int) -> UInt64? {
+            var word: UInt64 = 0
+            for byte in bytes[start..<(start + 16)] {
+                switch byte {
+                case 48...57: word = word << 4 | UInt64(byte - 48)
+                case 97...102: word = word << 4 | UInt64(byte - 87)
+                default: return nil
                 }
-                return word
             }
-            guard let a = word(0), let b = word(16), let c = word(32), let d = word(48) else { return nil }
-            return (a, b, c, d)
+            return word
         }
-        guard let words else { return nil }
-        self.words = words
+        guard let a = word(0), let b = word(16), let c = word(32), let d = word(48) else { return nil }
+        words = (a, b, c, d)
     }
 
     static func == (a: Digest256, b: Digest256) -> Bool {

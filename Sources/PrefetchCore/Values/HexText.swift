@@ -13,6 +13,11 @@ struct HexText: Sendable, Equatable {
         storage = Digest256(hex: text).map(Storage.digest) ?? .other(text)
     }
 
+    /// From the text's UTF-8 bytes: a string is made of them only when they are not a digest.
+    init(bytes: UnsafeBufferPointer<UInt8>) {
+        storage = Digest256(hexBytes: bytes).map(Storage.digest) ?? .other(String(decoding: bytes, as: UTF8.self))
+    }
+
     var text: String {
         switch storage {
         case .digest(let digest): return digest.hex
