@@ -96,6 +96,7 @@ import TestSupport
                 #expect(url.path == (path.isEmpty ? "/" : path), "\(context)")
                 #expect(url.query == (query.isEmpty ? nil : String(decoding: query.utf8.dropFirst(), as: UTF8.self)), "\(context)")
                 #expect(url.identityHash == Array((url.origin + url.path).utf8).withUnsafeBytes { SHA256.hexDigest($0) }, "\(context)")
+                #expect(url.identityDigest.hex == url.identityHash, "\(context)")
             }
             #expect(plain == interned)
         }

@@ -110,11 +110,22 @@ public enum Planner {
             let state = input.state.resources.isEmpty ? nil : input.state.resources[key]
             let cached = !input.cached.isEmpty && input.cached.contains(feed: feed.name, position: row)
             // Hashing the URL and the entry is only needed to compare with what was recorded.
-            let identity = state == nil ? "" : resource.url.identityHash
-            let sameURL = state.map { resource.url.matches(recorded: $0.urlHash, identity: identity) } ?? false
+            // Its 32 bytes, compared with the record's; the hex only for a partial, a failure
+            // record or a URL that does not match (an older schema's mark, a changed URL).
+            let digest = state == nil ? nil : resource.url.identityDigest
+            var identityText: String?
+            func identity() -> String {
+                if let identityText { return identityText }
+                let text = digest?.hex ?? ""
+                identityText = text
+                return text
+            }
+            let sameURL = state.map { recorded in
+                digest.map(recorded.recordsURL) == true || resource.url.matches(recorded: recorded.urlHash, identity: identity())
+            } ?? false
             // Its partial as the run sees it (SPEC §7): only one it would resume counts.
             let resumePoint = state?.partial == nil ? nil
-                : ResumePoint.of(resource, state: state, identity: identity, file: input.partialFiles[key], bootID: input.bootID)
+                : ResumePoint.of(resource, state: state, identity: identity(), file: input.partialFiles[key], bootID: input.bootID)
             let bytes = resource.size ?? resumePoint?.total ?? (cached ? state?.length : nil) ?? state?.lastResponseLength
                 ?? state?.partial?.totalLength
             var item = PlanItem(feed: feed.name, path: resource.path, url: resource.url.redacted, status: .due,
@@ -135,7 +146,7 @@ public enum Planner {
             // the entry, count (a changed entry starts its attempts afresh)
             if let state, state.failures > 0 || state.permanentFailure, let failedIn = state.failureRelease,
                failedIn == (release ?? failedIn),
-               state.failureEntry.map({ $0 == resource.fingerprint(identity: identity) }) ?? sameURL {
+               state.failureEntry.map({ $0 == resource.fingerprint(identity: identity()) }) ?? sameURL {
                 item.error = state.lastError
                 if state.permanentFailure || state.failures >= feed.retry.attempts {
                     item.status = .failed

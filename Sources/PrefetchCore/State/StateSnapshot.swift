@@ -169,6 +169,9 @@ public struct ResourceState: Sendable, Equatable {
         self.urlHashText = HexText(urlHash)
     }
 
+    /// Whether `urlHash` is the hex of `digest` (a URL's `identityDigest`), with no text made.
+    func recordsURL(_ digest: Digest256) -> Bool { urlHashText.isHex(of: digest) }
+
     /// A record of these hashes as state.db's columns hold them (`SQLiteStatement.hexText`).
     init(urlHash: HexText, sha256: HexText?) {
         self.urlHashText = urlHash

@@ -46,6 +46,12 @@ public final class SHA256 {
         }
     }
 
+    /// The 32 bytes of the digest of `bytes`, into `out` (at least 32 bytes).
+    static func digest(_ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
+        precondition(out.count >= 32)
+        oneShot(bytes, into: out)
+    }
+
     /// One-shot digests skip EVP: `EVP_Digest` allocates a context and the provider's state
     /// on every call (OpenSSL 3), most of the cost of hashing a URL (see `CCrypto/shim.h`).
     private static func oneShot(_ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {

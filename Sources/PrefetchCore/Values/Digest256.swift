@@ -13,6 +13,13 @@ struct Digest256: Sendable, Hashable {
         self = digest
     }
 
+    /// The digest of these 32 bytes (as `SHA256.digest` gives them).
+    init(bytes: UnsafeRawBufferPointer) {
+        precondition(bytes.count == 32)
+        func word(_ start: Int) -> UInt64 { (0..<8).reduce(0) { $0 << 8 | UInt64(bytes[start + $1]) } }
+        words = (word(0), word(8), word(16), word(24))
+    }
+
     /// The same from the text's UTF-8 bytes (a state.db column, read with no string made).
     init?(hexBytes bytes: UnsafeBufferPointer<UInt8>) {
         guard bytes.count == 64 else { return nil }

@@ -18,6 +18,12 @@ struct HexText: Sendable, Equatable {
         storage = Digest256(hexBytes: bytes).map(Storage.digest) ?? .other(String(decoding: bytes, as: UTF8.self))
     }
 
+    /// Whether it is the hex of `digest`.
+    func isHex(of digest: Digest256) -> Bool {
+        if case .digest(let mine) = storage { return mine == digest }
+        return false
+    }
+
     var text: String {
         switch storage {
         case .digest(let digest): return digest.hex

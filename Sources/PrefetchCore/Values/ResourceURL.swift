@@ -55,6 +55,32 @@ public struct ResourceURL: Sendable, Hashable, CustomStringConvertible {
         return text.withUTF8 { SHA256.hexDigest(UnsafeRawBufferPointer($0)) }
     }
 
+    /// `identityHash` as its 32 bytes, hashed from the URL's own bytes with no string made
+    /// (the planner compares it with every record's hash; `identityHash` made four).
+    var identityDigest: Digest256 {
+        var text = self.text, host = self.host
+        return text.withUTF8 { url in
+            host.withUTF8 { host in
+                let path = pathEnd > pathStart ? UnsafeBufferPointer(rebasing: url[Int(pathStart)..<Int(pathEnd)]) : nil
+                let count = 8 + 3 + host.count + 6 + (path?.count ?? 1)
+                return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { buffer in
+                    var at = 0
+                    func put(_ bytes: some Sequence<UInt8>) { for byte in bytes { buffer[at] = byte; at += 1 } }
+                    put((isHTTPS ? "https" : "http").utf8)
+                    put("://".utf8)
+                    put(host)
+                    put(":".utf8)
+                    put(String(portNumber).utf8)
+                    if let path { put(path) } else { put("/".utf8) }
+                    return withUnsafeTemporaryAllocation(byteCount: 32, alignment: 8) { out in
+                        SHA256.digest(UnsafeRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buffer[..<at])), into: out)
+                        return Digest256(bytes: UnsafeRawBufferPointer(out))
+                    }
+                }
+            }
+        }
+    }
+
     /// Whether a hash state.db recorded names this URL: its identity hash (`identity`, when
     /// the caller has it, else computed), or version 1's mark of the same URL written alike.
     public func matches(recorded: String, identity: String? = nil) -> Bool {
