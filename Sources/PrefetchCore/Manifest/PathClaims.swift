@@ -164,16 +164,14 @@ struct PathClaims {
         }
     }
 
-    /// FNV-1a over the parent and the component's bytes, mixed at the end.
+    /// Swift's `Hasher` over the parent and the component's bytes: seeded afresh in every
+    /// process, so a manifest cannot be written to make its paths collide (an unseeded hash
+    /// let chosen paths fill one run of slots, and the table's work grow with their square).
     private static func hash(parent: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Int {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325 ^ UInt64(UInt32(bitPattern: parent))
-        for byte in bytes {
-            h = (h ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
-        }
-        h ^= h >> 33
-        h = h &* 0xff51_afd7_ed55_8ccd
-        h ^= h >> 33
-        return Int(truncatingIfNeeded: h)
+        var hasher = Hasher()
+        hasher.combine(parent)
+        hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
+        return hasher.finalize()
     }
 
     private mutating func addNode(file: Int32, folder: Int32) -> Int32 {

@@ -56,11 +56,12 @@ struct ListedPaths {
         return nil
     }
 
-    /// FNV-1a: only this table sees it.
+    /// Swift's `Hasher`, seeded afresh in every process: paths written to collide in an
+    /// unseeded hash would make the table's work grow with their square.
     private static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in bytes { h = (h ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
-        return Int(truncatingIfNeeded: h ^ (h >> 32))
+        var hasher = Hasher()
+        hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
+        return hasher.finalize()
     }
 }
 

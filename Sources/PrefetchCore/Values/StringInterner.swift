@@ -27,10 +27,11 @@ struct StringInterner {
     /// The string with these bytes that was interned first; a new one (made by `make`, or
     /// decoded from the bytes) when there is none yet.
     mutating func intern(_ bytes: UnsafeBufferPointer<UInt8>, make: (() -> String)? = nil) -> String {
-        // FNV-1a: the bytes are a host's few, and only this table sees the hash.
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in bytes { h = (h ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
-        let hash = Int(truncatingIfNeeded: h)
+        // Swift's `Hasher`, seeded afresh in every process: texts written to share a hash
+        // would otherwise pile into one bucket.
+        var hasher = Hasher()
+        hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
+        let hash = hasher.finalize()
         if let bucket = buckets[hash] {
             for kept in bucket {
                 var same = kept  // the same storage; `withUTF8` is mutating
