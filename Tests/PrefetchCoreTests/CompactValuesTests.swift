@@ -319,4 +319,74 @@ import TestSupport
         #expect(Set(keys.keys) == ["a/rather/long/path.bin", "short.bin", "no/longer/listed/path.bin"])
         #expect(base(try #require(keys["a/rather/long/path.bin"])) == base(feed.resources[0].path))
     }
+
+    /// `PlanRows` (numbers, and indexes into the feed's texts) against a plain array of
+    /// `PlanItem`s: random rows appended, rewritten whole, changed through their numbers and
+    /// their reason, and reordered, read back the same each way.
+    @Test func planRowsGiveBackTheirItems() throws {
+        var random = SplitMix64(seed: Self.seed)
+        let yaml = "name: f\nresources:\n" + (0..<40).map { "  - { url: \"https://e.com/\($0)?sig=\($0)\", path: \"d/p\($0)-and-a-longer-name.bin\" }\n" }.joined()
+        let feed = try #require(FeedDecoder(config: Config()).decode(Array(yaml.utf8), file: "f.yaml").feed, "seed \(Self.seed)")
+        let statuses = ResourceStatus.allCases, reasons = ["fresh", "", "not cached", "attempt 1 of 5 failed", "é", "e\u{301}"]
+        func number() -> UInt64? { random.next() % 3 == 0 ? nil : random.next() % 5 }
+        func item(row: Int) -> PlanItem {
+            var item = PlanItem(feed: feed.name, resource: feed.resources[row], row: row, status: statuses[Int(random.next() % 7)],
+                                reason: reasons[Int(random.next() % 6)], bytes: number(), remaining: number())
+            item.error = random.next() % 2 == 0 ? nil : Self.text(&random)
+            switch random.next() % 3 {
+            case 0: item.servedBy = nil
+            case 1: item.server = .entry
+            default: item.servedBy = random.next() % 2 == 0 ? "" : Self.text(&random)
+            }
+            item.next = number().map { Instant(nanoseconds: Int64($0)) }
+            item.fits = random.next() % 3 == 0 ? nil : random.next() % 2 == 0
+            item.startOrder = number().map { Int($0) - 2 }
+            item.resumable = random.next() % 2 == 0
+            item.priority = Priority.allCases[Int(random.next() % 3)]
+            return item
+        }
+        for round in 0..<30 {
+            var rows = PlanRows(feed: feed.name, resources: feed.resources)
+            var plain: [PlanItem] = []
+            for row in 0..<Int(random.next() % 41) {
+                let made = item(row: row)
+                rows.append(made)
+                plain.append(made)
+            }
+            for _ in 0..<plain.count {
+                let at = Int(random.next() % UInt64(plain.count))
+                switch random.next() % 3 {
+                case 0:
+                    let made = item(row: Int(random.next() % 40))
+                    rows[at] = made
+                    plain[at] = made
+                case 1:
+                    let status = statuses[Int(random.next() % 7)], bytes = number()
+                    rows[values: at].status = status
+                    rows[values: at].bytes = bytes
+                    plain[at].status = status
+                    plain[at].bytes = bytes
+                default:
+                    let reason = reasons[Int(random.next() % 6)]
+                    rows.setReason(reason, at: at)
+                    plain[at].reason = reason
+                }
+            }
+            var order = Array(plain.indices)
+            order.shuffle(using: &random)
+            rows.permute(into: order)
+            plain = order.map { plain[$0] }
+            #expect(Array(rows) == plain, "seed \(Self.seed), round \(round)")
+            // Byte for byte: `==` would take "é" for "e\u{301}".
+            let bytes = { (items: [PlanItem]) in items.map { [$0.reason, $0.error ?? "-", $0.servedBy ?? "-"].map { Array($0.utf8) } } }
+            #expect(bytes(Array(rows)) == bytes(plain), "seed \(Self.seed), round \(round)")
+            #expect(rows.allValues.map(\.status) == plain.map(\.status), "seed \(Self.seed), round \(round)")
+            #expect(rows.indices.allSatisfy { rows.path(at: $0) == plain[$0].path && rows.reason(at: $0) == plain[$0].reason })
+            for reason in reasons {
+                #expect(rows.contains(reason: reason) == plain.contains { $0.reason.utf8.elementsEqual(reason.utf8) }, "seed \(Self.seed): \(reason)")
+            }
+            #expect(plain.allSatisfy { !$0.url.contains("sig") }, "query values are elided")
+        }
+        #expect(MemoryLayout<PlanRows.Row>.stride <= 88, "\(MemoryLayout<PlanRows.Row>.stride) bytes a row")
+    }
 }

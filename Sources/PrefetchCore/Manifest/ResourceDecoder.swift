@@ -168,13 +168,26 @@ final class ResourceDecoder {
         let mirrors = mirrorsEntry.flatMap { self.mirrors($0, url: url) }
 
         guard let url, let path, claim(path, at: pathNode.location, entry: entry) else { return }
+        // Instants are set now; only a bare date (which waits for the feed's zone) or an entry
+        // to warn about waits in `pending` (a third of a generated feed has times: an entry
+        // each held them all to the end).
+        func instant(_ time: Timestamp?) -> Instant?? {
+            guard let time else { return .some(nil) }
+            if case .instant(let value) = time { return value }
+            return nil  // a bare date
+        }
+        var instants: (notBefore: Instant?, expires: Instant?) = (nil, nil)
         if notBefore != nil || expires != nil {
-            pending.append((decoded.count, notBefore, expires, expiresEntry?.location))
+            if let n = instant(notBefore), let e = instant(expires), n.flatMap({ n in e.map { $0 <= n } }) != true {
+                instants = (n, e)
+            } else {
+                pending.append((decoded.count, notBefore, expires, expiresEntry?.location))
+            }
         }
         if encoding != nil { ownEncoding.insert(decoded.count) }
         decoded.append(Resource(url: url, path: path, digest: sha256, size: size?.bytes, maxSize: maxSize?.bytes,
-                                notBefore: nil, expires: nil, priority: priority, headers: headers, location: entry,
-                                encoding: encoding ?? .refuse, mirrors: mirrors))
+                                notBefore: instants.notBefore, expires: instants.expires, priority: priority, headers: headers,
+                                location: entry, encoding: encoding ?? .refuse, mirrors: mirrors))
     }
 
     /// A resource's `mirrors` (SPEC §8): a list of URLs, each checked as `url` is. One that

@@ -80,9 +80,9 @@ enum ReaderIndex {
         init(_ feed: Feed, _ plan: FeedPlan) {
             rows = [Int32](repeating: -1, count: feed.resources.count)
             // A row whose place or path does not match is of another manifest's plan: not used.
-            for (index, item) in plan.items.enumerated() {
-                let row = Int(item.row)
-                guard row < rows.count, rows[row] < 0, feed.resources[row].path == item.path else { continue }
+            for index in plan.items.indices {
+                let row = Int(plan.items[values: index].row)
+                guard row < rows.count, rows[row] < 0, feed.resources[row].path == plan.items.path(at: index) else { continue }
                 rows[row] = Int32(index)
             }
         }

@@ -9,8 +9,9 @@ enum CacheAdmission {
         var requests: [CacheBudget.Request] = []
         var rows: [(feed: Int, item: Int)] = []
         for (f, feedPlan) in plan.feeds.enumerated() {
-            for (i, item) in feedPlan.items.enumerated() where item.status == .due {
-                let key = ResourceKey(feed: feedPlan.name, path: item.path)
+            for i in feedPlan.items.indices where feedPlan.items[values: i].status == .due {
+                let item = feedPlan.items[values: i]
+                let key = ResourceKey(feed: feedPlan.name, path: feedPlan.items.path(at: i))
                 // The copy it replaces goes at the rename: the cache grows by the difference.
                 let old = input.cached.contains(feed: feedPlan.name, position: Int(item.row)) ? input.state.resources[key]?.length ?? 0 : 0
                 requests.append(CacheBudget.Request(priority: item.priority, feed: feedPlan.name, index: i, bytes: item.bytes,

@@ -3,103 +3,177 @@ public enum ResourceStatus: String, Sendable, CaseIterable {
     case expired, failed, backoff, fresh, deferred, waiting, due
 }
 
-/// One resource's row in the plan.
-///
-/// Compact, as a plan may have a million rows: its optional times and sizes are kept as
-/// plain numbers with one bit each saying whether they are there (an `Optional` of a
-/// number takes twice its width), and its small fields packed together.
+/// One resource's row in the plan, as its readers see it: its feed's name, its resource's
+/// path and URL (the same strings as the manifest's, nothing copied), its texts, and its
+/// numbers (`Values`). A feed's rows keep only the numbers and indexes into the feed's
+/// texts (`PlanRows`); a `PlanItem` is made when a row is read.
 public struct PlanItem: Sendable, Equatable {
-    public var feed: String
-    public var path: String
+    public let feed: String
+    public let path: String
+    /// The URL, shown with its query values elided (made when asked).
+    let source: ResourceURL
     /// The URL with query values elided.
-    public var url: String
+    public var url: String { source.redacted }
     /// A short fixed phrase (docs/commands.md, "plan", lists them).
     public var reason: String
     /// The last error, for failed and backoff.
     public var error: String?
+    /// Who served the cached copy: nothing cached, the entry's `url`, or a mirror (`shown`).
+    enum Server: Sendable, Equatable { case none, entry, other(String) }
+    var server: Server = .none
     /// The URL that served the cached copy, query values elided (SPEC §8; the entry's `url`
     /// unless a mirror served it); nil when nothing is cached.
-    public var servedBy: String?
-    private var numbers = Numbers()
-    public var status: ResourceStatus
-    public var priority: Priority
+    public var servedBy: String? {
+        get {
+            switch server {
+            case .none: nil
+            case .entry: url
+            case .other(let text): text
+            }
+        }
+        set { server = newValue.map { .other($0) } ?? .none }
+    }
+    var values: Values
+
+    public var status: ResourceStatus {
+        get { values.status }
+        set { values.status = newValue }
+    }
+    public var priority: Priority {
+        get { values.priority }
+        set { values.priority = newValue }
+    }
     /// False when a cut transfer could not resume (SPEC §6 "deadlines act"): it has no
     /// resumable partial, and its last 2xx response fails §7's rule (`ResumeRule`).
-    public var resumable: Bool = true
-    /// 0: not known; 1: false; 2: true.
-    private var fitsCode: UInt8 = 0
+    public var resumable: Bool {
+        get { values.resumable }
+        set { values.resumable = newValue }
+    }
     /// The resource's place in its feed's `resources` (the manifest's order), which the
     /// rows leave when due work moves first: the reader index finds each resource's row by
     /// it, with no dictionary of paths.
-    var row: UInt32 = 0
+    var row: UInt32 {
+        get { values.row }
+        set { values.row = newValue }
+    }
 
-    init(feed: String, path: String, url: String, status: ResourceStatus, reason: String, next: Instant?, bytes: UInt64?,
-         remaining: UInt64?, priority: Priority, windowEnd: Instant?, estimatedFinish: Instant?, fits: Bool?, error: String?,
-         startOrder: Int?) {
+    init(feed: String, resource: Resource, row: Int, status: ResourceStatus, reason: String, bytes: UInt64?, remaining: UInt64?) {
         self.feed = feed
-        self.path = path
-        self.url = url
-        self.status = status
+        self.path = resource.path
+        self.source = resource.url
         self.reason = reason
-        self.priority = priority
-        self.error = error
-        self.next = next
+        self.values = Values(status: status, priority: resource.priority, row: UInt32(truncatingIfNeeded: row))
         self.bytes = bytes
         self.remaining = remaining
-        self.windowEnd = windowEnd
-        self.estimatedFinish = estimatedFinish
-        self.fits = fits
-        self.startOrder = startOrder
+    }
+
+    init(feed: String, resource: Resource, values: Values, reason: String, error: String?, server: Server) {
+        self.feed = feed
+        self.path = resource.path
+        self.source = resource.url
+        self.reason = reason
+        self.error = error
+        self.server = server
+        self.values = values
     }
 
     /// When the state changes next; nil for due, waiting and expired.
     public var next: Instant? {
-        get { numbers.instant(0) }
-        set { numbers.set(0, instant: newValue) }
+        get { values.next }
+        set { values.next = newValue }
     }
     /// Expected total bytes, when known.
     public var bytes: UInt64? {
-        get { numbers.get(1) }
-        set { numbers.set(1, newValue) }
+        get { values.bytes }
+        set { values.bytes = newValue }
     }
     /// Bytes still to transfer, when known.
     public var remaining: UInt64? {
-        get { numbers.get(2) }
-        set { numbers.set(2, newValue) }
+        get { values.remaining }
+        set { values.remaining = newValue }
     }
     /// When the window this due work runs in closes; nil when it never does.
     public var windowEnd: Instant? {
-        get { numbers.instant(3) }
-        set { numbers.set(3, instant: newValue) }
+        get { values.windowEnd }
+        set { values.windowEnd = newValue }
     }
     /// For due work: when it should finish at the recorded throughput.
     public var estimatedFinish: Instant? {
-        get { numbers.instant(4) }
-        set { numbers.set(4, instant: newValue) }
+        get { values.estimatedFinish }
+        set { values.estimatedFinish = newValue }
     }
     /// For due work: false when it is not expected to finish before its window closes.
     public var fits: Bool? {
-        get { fitsCode == 0 ? nil : fitsCode == 2 }
-        set { fitsCode = newValue.map { $0 ? 2 : 1 } ?? 0 }
+        get { values.fits }
+        set { values.fits = newValue }
     }
     /// For due work: its place in the order a run starts transfers.
     public var startOrder: Int? {
-        get { numbers.get(5).map { Int(Int64(bitPattern: $0)) } }
-        set { numbers.set(5, newValue.map { UInt64(bitPattern: Int64($0)) }) }
+        get { values.startOrder }
+        set { values.startOrder = newValue }
     }
     /// Where the transfer resumes its partial (`ResumePoint`), when it has one.
     public var resumeFrom: UInt64? {
-        get { numbers.get(6) }
-        set { numbers.set(6, newValue) }
+        get { values.resumeFrom }
+        set { values.resumeFrom = newValue }
     }
     /// For due work in a window: when the feed's next window after this one opens.
     public var nextOpening: Instant? {
-        get { numbers.instant(7) }
-        set { numbers.set(7, instant: newValue) }
+        get { values.nextOpening }
+        set { values.nextOpening = newValue }
+    }
+
+    /// A row's numbers and small fields: what `PlanRows` keeps of it beside its texts.
+    struct Values: Sendable, Equatable {
+        var numbers = Numbers()
+        var status: ResourceStatus
+        var priority: Priority
+        var resumable = true
+        /// 0: not known; 1: false; 2: true.
+        var fitsCode: UInt8 = 0
+        var row: UInt32
+
+        // The numbers of PlanItem's properties of the same names (documented there).
+        var next: Instant? {
+            get { numbers.instant(0) }
+            set { numbers.set(0, instant: newValue) }
+        }
+        var bytes: UInt64? {
+            get { numbers.get(1) }
+            set { numbers.set(1, newValue) }
+        }
+        var remaining: UInt64? {
+            get { numbers.get(2) }
+            set { numbers.set(2, newValue) }
+        }
+        var windowEnd: Instant? {
+            get { numbers.instant(3) }
+            set { numbers.set(3, instant: newValue) }
+        }
+        var estimatedFinish: Instant? {
+            get { numbers.instant(4) }
+            set { numbers.set(4, instant: newValue) }
+        }
+        var fits: Bool? {
+            get { fitsCode == 0 ? nil : fitsCode == 2 }
+            set { fitsCode = newValue.map { $0 ? 2 : 1 } ?? 0 }
+        }
+        var startOrder: Int? {
+            get { numbers.get(5).map { Int(Int64(bitPattern: $0)) } }
+            set { numbers.set(5, newValue.map { UInt64(bitPattern: Int64($0)) }) }
+        }
+        var resumeFrom: UInt64? {
+            get { numbers.get(6) }
+            set { numbers.set(6, newValue) }
+        }
+        var nextOpening: Instant? {
+            get { numbers.instant(7) }
+            set { numbers.set(7, instant: newValue) }
+        }
     }
 
     /// Eight optional 64-bit numbers: the values, and a bit each for whether it is there.
-    private struct Numbers: Sendable, Equatable {
+    struct Numbers: Sendable, Equatable {
         private var values: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
         private var present: UInt8 = 0
 
@@ -146,7 +220,7 @@ public struct FeedPlan: Sendable {
     public var windowOpen: Bool
     /// Condition checks that hold (true) or block (false) for this feed now.
     public var holds: [(name: String, ok: Bool)]
-    public var items: [PlanItem]
+    public var items: PlanRows
 }
 
 /// The whole plan: feeds with their rows, and the due work in execution order.
@@ -210,7 +284,11 @@ extension FeedPlan {
     /// When the feed next has something to do: now when work is due, else the earliest
     /// retry, window, embargo's end or release after now (`status`, the metrics).
     public func nextWakeup(at now: Instant) -> Instant? {
-        if items.contains(where: { $0.status == .due }) { return now }
-        return (items.compactMap(\.next) + nextReleases).filter { $0 > now }.min()
+        var earliest: Instant?
+        for item in items.allValues {
+            if item.status == .due { return now }
+            if let next = item.next, next > now, earliest.map({ next < $0 }) ?? true { earliest = next }
+        }
+        return ([earliest].compactMap { $0 } + nextReleases).filter { $0 > now }.min()
     }
 }

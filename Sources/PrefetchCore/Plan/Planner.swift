@@ -32,14 +32,22 @@ public enum Planner {
         orderDueWork(&plan, input: input)
         // Rows: due work first in the order a run starts it, then by state, then manifest order.
         for index in plan.feeds.indices {
-            let keys = plan.feeds[index].items.enumerated().map { (i, item) -> (Int, Int) in
-                (Self.rowRank(item.status), item.status == .due ? (item.startOrder ?? i) : i)
-            }
+            let keys = rowKeys(plan.feeds[index].items)
             guard zip(keys, keys.dropFirst()).contains(where: { $0.0 > $0.1 }) else { continue }  // in order already
             let sorted = keys.indices.sorted { keys[$0] < keys[$1] }
-            permute(&plan.feeds[index].items, into: sorted)
+            plan.feeds[index].items.permute(into: sorted)
         }
         return plan
+    }
+
+    /// Each row's place: due work first in the order a run starts it, then by state, then
+    /// manifest order (a function, so no second reference to the rows outlives it and their
+    /// reordering is in place).
+    private static func rowKeys(_ items: PlanRows) -> [(Int, Int)] {
+        items.indices.map { i in
+            let item = items[values: i]
+            return (rowRank(item.status), item.status == .due ? (item.startOrder ?? i) : i)
+        }
     }
 
     /// Reorders `items` in place so that item `i` is the one that was at `order[i]`
@@ -102,8 +110,7 @@ public enum Planner {
         let windowEnd = open.flatMap { $0.close == Int64.max ? nil : Instant(seconds: $0.close) }
         let openingAfter = windowEnd.flatMap { timing.opportunity(atOrAfter: $0) }
 
-        var items: [PlanItem] = []
-        items.reserveCapacity(feed.resources.count)
+        var items = PlanRows(feed: feed.name, resources: feed.resources)
         for (row, resource) in feed.resources.enumerated() {
             let key = ResourceKey(feed: feed.name, path: resource.path)
             // Nothing recorded or cached (a first plan): no key hashed twice per row.
@@ -128,11 +135,8 @@ public enum Planner {
                 : ResumePoint.of(resource, state: state, identity: identity(), file: input.partialFiles[key], bootID: input.bootID)
             let bytes = resource.size ?? resumePoint?.total ?? (cached ? state?.length : nil) ?? state?.lastResponseLength
                 ?? state?.partial?.totalLength
-            var item = PlanItem(feed: feed.name, path: resource.path, url: resource.url.redacted, status: .due,
-                                reason: "", next: nil, bytes: bytes, remaining: bytes, priority: resource.priority,
-                                windowEnd: nil, estimatedFinish: nil, fits: nil, error: nil, startOrder: nil)
-            item.row = UInt32(truncatingIfNeeded: row)
-            if cached { item.servedBy = state?.servedBy?.shown ?? item.url }
+            var item = PlanItem(feed: feed.name, resource: resource, row: row, status: .due, reason: "", bytes: bytes, remaining: bytes)
+            if cached { item.server = state?.servedBy?.shown.map { .other($0) } ?? .entry }
 
             // expired, or never fetchable (expires not after not_before: a manifest warning)
             if let expires = resource.expires, expires <= now || resource.notBefore.map({ expires <= $0 }) == true {
@@ -306,7 +310,8 @@ public enum Planner {
         }
         var due: [Slot] = []
         for (f, feedPlan) in plan.feeds.enumerated() {
-            for (i, item) in feedPlan.items.enumerated() where item.status == .due {
+            for i in feedPlan.items.indices where feedPlan.items[values: i].status == .due {
+                let item = feedPlan.items[values: i]
                 due.append(Slot(priority: item.priority == .high ? 0 : item.priority == .normal ? 1 : 2,
                                 windowEnd: item.windowEnd ?? .distantFuture, size: item.remaining ?? UInt64.max, feed: f, item: i))
             }
@@ -318,7 +323,7 @@ public enum Planner {
         var committed: UInt64 = 0
         var elapsed: Double = 0
         for slot in due {
-            let known = plan.feeds[slot.feed].items[slot.item].remaining
+            let known = plan.feeds[slot.feed].items[values: slot.item].remaining
             let remaining = known ?? 0
             let minimum = minimums[slot.feed]
             if let free = input.conditions.freeBytes {
@@ -326,9 +331,9 @@ public enum Planner {
                 let need = minimum + remaining
                 if have < need {
                     let (haveText, needText) = ByteSize.formatApart(have, need)
-                    plan.feeds[slot.feed].items[slot.item].status = .waiting
-                    plan.feeds[slot.feed].items[slot.item].reason = "free space \(haveText) < \(needText)"
-                    plan.feeds[slot.feed].items[slot.item].windowEnd = nil
+                    plan.feeds[slot.feed].items[values: slot.item].status = .waiting
+                    plan.feeds[slot.feed].items.setReason("free space \(haveText) < \(needText)", at: slot.item)
+                    plan.feeds[slot.feed].items[values: slot.item].windowEnd = nil
                     continue
                 }
             }
@@ -336,24 +341,24 @@ public enum Planner {
             // the work after it are then lower bounds).
             if known != nil {
                 let finish = plan.now.advanced(byNanoseconds: Int64(min(9e18, ((elapsed + Double(remaining) / plan.throughput) * 1e9).rounded(.up))))
-                let windowEnd = plan.feeds[slot.feed].items[slot.item].windowEnd
+                let windowEnd = plan.feeds[slot.feed].items[values: slot.item].windowEnd
                 let fits = windowEnd.map { finish <= $0 } ?? true
                 // Deadlines act (SPEC §6): a transfer that could not resume and would be cut by
                 // the window's end is not started; it waits for the next window.
-                if !fits, !plan.feeds[slot.feed].items[slot.item].resumable {
-                    plan.feeds[slot.feed].items[slot.item].status = .deferred
-                    plan.feeds[slot.feed].items[slot.item].reason = "would not finish before the window closes"
-                    plan.feeds[slot.feed].items[slot.item].next = plan.feeds[slot.feed].items[slot.item].nextOpening
-                    plan.feeds[slot.feed].items[slot.item].windowEnd = nil
+                if !fits, !plan.feeds[slot.feed].items[values: slot.item].resumable {
+                    plan.feeds[slot.feed].items[values: slot.item].status = .deferred
+                    plan.feeds[slot.feed].items.setReason("would not finish before the window closes", at: slot.item)
+                    plan.feeds[slot.feed].items[values: slot.item].next = plan.feeds[slot.feed].items[values: slot.item].nextOpening
+                    plan.feeds[slot.feed].items[values: slot.item].windowEnd = nil
                     continue
                 }
-                plan.feeds[slot.feed].items[slot.item].estimatedFinish = finish
-                plan.feeds[slot.feed].items[slot.item].fits = fits
+                plan.feeds[slot.feed].items[values: slot.item].estimatedFinish = finish
+                plan.feeds[slot.feed].items[values: slot.item].fits = fits
             }
             committed += remaining
             elapsed += Double(remaining) / plan.throughput
-            plan.feeds[slot.feed].items[slot.item].startOrder = plan.order.count
-            plan.order.append(ResourceKey(feed: plan.feeds[slot.feed].name, path: plan.feeds[slot.feed].items[slot.item].path))
+            plan.feeds[slot.feed].items[values: slot.item].startOrder = plan.order.count
+            plan.order.append(ResourceKey(feed: plan.feeds[slot.feed].name, path: plan.feeds[slot.feed].items.path(at: slot.item)))
             plan.positions.append((slot.feed, slot.item))  // items are still in manifest order here
         }
     }

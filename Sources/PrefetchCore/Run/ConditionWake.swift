@@ -25,7 +25,8 @@ struct ConditionWake: Sendable, Equatable {
     init(_ plan: Plan, feeds: [Feed]) {
         self.init(planned: plan.conditions)
         for (feed, feedPlan) in zip(feeds, plan.feeds) {
-            for item in feedPlan.items where item.status == .waiting {
+            for i in feedPlan.items.indices where feedPlan.items[values: i].status == .waiting {
+                let item = feedPlan.items[i]
                 if item.reason == "network metered" || item.reason == "metered budget used" {
                     network = true
                 } else if item.reason == "on battery" {

@@ -19,7 +19,7 @@ enum ReleaseBook {
             try state.recordSeen(feed: feedPlan.name, at: plan.now)
         }
         for (feedPlan, release) in zip(plan.feeds, releases(plan, snapshot))
-        where feedPlan.items.contains(where: { $0.status == .due }) && snapshot.feeds[feedPlan.name]?.lastRelease != release {
+        where feedPlan.items.allValues.contains(where: { $0.status == .due }) && snapshot.feeds[feedPlan.name]?.lastRelease != release {
             try state.recordRelease(feed: feedPlan.name, release: release)
         }
     }
@@ -27,10 +27,10 @@ enum ReleaseBook {
     /// Whether a row of the plan keeps its feed's release open: it is due, waiting for a
     /// condition, in backoff, or deferred by the window or the jitter. One under embargo, or
     /// expired, fresh or failed for the release, does not.
-    static func keepsReleaseOpen(_ item: PlanItem) -> Bool {
-        switch item.status {
+    static func keepsReleaseOpen(_ rows: PlanRows, _ position: Int) -> Bool {
+        switch rows[values: position].status {
         case .due, .waiting, .backoff: return true
-        case .deferred: return item.reason != "embargo"
+        case .deferred: return rows.reason(at: position) != "embargo"
         case .fresh, .failed, .expired: return false
         }
     }
@@ -41,7 +41,7 @@ enum ReleaseBook {
     @discardableResult
     static func finish(_ after: Plan, _ snapshot: StateSnapshot, _ state: StateStore, at now: Instant) throws(SQLiteError) -> Bool {
         var finished = false
-        for feedPlan in after.feeds where !feedPlan.items.contains(where: keepsReleaseOpen) {
+        for feedPlan in after.feeds where !feedPlan.items.indices.contains(where: { keepsReleaseOpen(feedPlan.items, $0) }) {
             if snapshot.feeds[feedPlan.name]?.lastReleaseFinished == nil, snapshot.feeds[feedPlan.name]?.lastRelease != nil {
                 try state.recordReleaseFinished(feed: feedPlan.name, at: now)
                 finished = true
@@ -56,9 +56,11 @@ enum ReleaseBook {
     static func stuckReason(_ feedPlan: FeedPlan) -> String? {
         var counts: [String: Int] = [:]
         var order: [String] = []
-        for item in feedPlan.items where keepsReleaseOpen(item) && item.status != .due {
-            if counts[item.reason] == nil { order.append(item.reason) }
-            counts[item.reason, default: 0] += 1
+        let rows = feedPlan.items
+        for i in rows.indices where rows[values: i].status != .due && keepsReleaseOpen(rows, i) {
+            let reason = rows.reason(at: i)
+            if counts[reason] == nil { order.append(reason) }
+            counts[reason, default: 0] += 1
         }
         guard let most = counts.values.max() else { return nil }
         return order.first { counts[$0] == most }

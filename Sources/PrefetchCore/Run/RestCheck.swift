@@ -31,7 +31,7 @@ struct RestCheck {
     static func after(_ plan: Plan, feeds: [Feed], state: StateStore.ChangeStamp, cache: CacheStamp, nextWakeup: Instant?,
                       wake: ConditionWake?, feedRemoval: Instant? = nil) -> RestCheck? {
         for feedPlan in plan.feeds {
-            for item in feedPlan.items {
+            for item in feedPlan.items.allValues {
                 switch item.status {
                 case .due, .waiting: return nil
                 case .deferred where item.next == nil: return nil

@@ -106,7 +106,7 @@ struct RunPass {
         let releases = ReleaseBook.releases(plan, snapshot)
         let jobFeeds = feeds.map(JobFeed.init)
         for (jobFeed, feedPlan) in zip(jobFeeds, plan.feeds) {
-            jobFeed.windowEnd = feedPlan.items.first { $0.status == .due }?.windowEnd
+            jobFeed.windowEnd = feedPlan.items.allValues.first { $0.status == .due }?.windowEnd
         }
         jobs.reserveCapacity(plan.order.count)
         for (key, position) in zip(plan.order, plan.positions) {
@@ -170,7 +170,7 @@ struct RunPass {
         let planStands = plan.order.isEmpty && planned != nil && (try? state.changeStamp()) == planned
         if !wantsNextWakeup, !stopRequested(), !summary.diskFull, summary.failed == 0, summary.paused == 0,
            summary.placed + summary.fresh == plan.order.count,
-           plan.feeds.allSatisfy({ $0.items.allSatisfy { settled.contains($0.status) } }) {
+           plan.feeds.allSatisfy({ $0.items.allValues.allSatisfy { settled.contains($0.status) } }) {
             // Every due transfer ended placed or fresh and nothing else was pending: a plan
             // now would find nothing due, waiting or in backoff, so every release is finished
             // (without reading every resource's state and the cache again).
@@ -235,7 +235,7 @@ struct RunPass {
         let switched = ReleaseSwitch.apply(switching, cache: cache, console: console)
         // A generation just became the previous one: in 60 s it is room for what the cap holds back (SPEC §8).
         if wantsNextWakeup, !switching.isEmpty, (planAfter?.0 ?? plan).cache != nil,
-           (planAfter?.0 ?? plan).feeds.contains(where: { $0.items.contains { $0.reason == CacheBudget.cacheFullReason } }) {
+           (planAfter?.0 ?? plan).feeds.contains(where: { $0.items.contains(reason: CacheBudget.cacheFullReason) }) {
             let soon = clock().advanced(bySeconds: CacheUsage.generationGrace)
             nextWakeup = min(nextWakeup ?? soon, soon)
         }
@@ -268,7 +268,7 @@ struct RunPass {
         let sourcesStale = sources.contains { coveredSources.contains($0.label) && $0.state != .ok }
         let exit: ExitCode = summary.failed > 0 || summary.diskFull || !switched || metricsError != nil || unrecorded || sourcesStale
             ? .failure : .success
-        let notDue = plan.feeds.reduce(0) { $0 + $1.items.filter { $0.status != .due && $0.status != .fresh }.count }
+        let notDue = plan.feeds.reduce(0) { $0 + $1.items.allValues.count { $0.status != .due && $0.status != .fresh } }
         reporter.summary(summary, seconds: seconds, exit: exit, notDue: notDue)
         var rest: RestCheck?
         if let (stateBefore, cacheBefore) = stamps, exit == .success, plan.order.isEmpty, !removed, switching.isEmpty, !stopRequested(),
@@ -306,7 +306,7 @@ struct RunPass {
         var times: [Instant] = []
         for feed in plan.feeds {
             times += feed.nextReleases
-            for item in feed.items {
+            for item in feed.items.allValues {
                 if let next = item.next { times.append(next) }
                 if item.status == .waiting { times.append(plan.now.advanced(bySeconds: recheck)) }
                 if item.status == .due { times.append(plan.now) }
