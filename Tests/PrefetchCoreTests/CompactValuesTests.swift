@@ -389,4 +389,97 @@ import TestSupport
         }
         #expect(MemoryLayout<PlanRows.Row>.stride <= 88, "\(MemoryLayout<PlanRows.Row>.stride) bytes a row")
     }
+
+    /// `TransferJob`'s packed fields (narrow counts, a bit for the length, the mirror parts
+    /// behind one reference) against plain optionals: a job is a value, so a copy changed
+    /// leaves the one it came from as it was.
+    @Test func transferJobsKeepWhatIsSetAndCopiesStayApart() {
+        var random = SplitMix64(seed: Self.seed &+ 7)
+        let feed = JobFeed(PlannerTests.feed("name: t\nresources:\n  - url: https://e.com/a.bin\n    mirrors: [https://m.com/a.bin, https://n.com/a.bin]\n"))
+        var job = TransferJob(feed: feed, position: 0, urlHash: String(repeating: "ab", count: 32), release: 0, cachedValidators: nil,
+                              partial: nil, failures: 0)
+        typealias Plain = (length: UInt64?, failures: Int, url: Int, pass: MirrorOrder?, served: Int?, byURL: [Validators?]?)
+        var plain: Plain = (nil, 0, 0, nil, nil, nil)
+        var copies: [(TransferJob, Plain)] = []
+        func same(_ job: TransferJob, _ plain: Plain) -> Bool {
+            job.cachedLength == plain.length && job.failures == plain.failures && job.urlIndex == plain.url && job.mirrorPass == plain.pass
+                && job.servedIndex == plain.served && job.validatorsByURL == plain.byURL
+        }
+        for round in 0..<3000 {
+            switch random.next() % 6 {
+            case 0:
+                let length: UInt64? = random.next() % 3 == 0 ? nil : [0, 1, UInt64.max, random.next()][Int(random.next() % 4)]
+                (job.cachedLength, plain.length) = (length, length)
+            case 1:
+                let failures = Int(random.next() % 1000)
+                (job.failures, plain.failures) = (failures, failures)
+            case 2:
+                let index = Int(random.next() % 3)
+                (job.urlIndex, plain.url) = (index, index)
+            case 3:
+                let pass: MirrorOrder? = random.next() % 3 == 0 ? nil : MirrorOrder(count: 3, servedBy: Int(random.next() % 3))
+                (job.mirrorPass, plain.pass) = (pass, pass)
+            case 4:
+                let served: Int? = random.next() % 3 == 0 ? nil : Int(random.next() % 3)
+                (job.servedIndex, plain.served) = (served, served)
+            default:
+                let byURL: [Validators?]? = random.next() % 3 == 0 ? nil : [Validators(etag: "\"\(random.next() % 9)\""), nil, Validators()]
+                (job.validatorsByURL, plain.byURL) = (byURL, byURL)
+            }
+            #expect(same(job, plain), "seed \(Self.seed), round \(round)")
+            if random.next() % 50 == 0 { copies.append((job, plain)) }
+        }
+        #expect(copies.allSatisfy { same($0.0, $0.1) }, "seed \(Self.seed): a copy changed with the job it came from")
+        #expect(job.urlHash == String(repeating: "ab", count: 32))
+        #expect(MemoryLayout<TransferJob>.stride <= 144, "\(MemoryLayout<TransferJob>.stride) bytes a job")
+    }
+
+    /// `DateText` against Foundation's formatter (the reference for the IMF-fixdate form) and
+    /// plain strings: a date as `fixdate` writes it is held as seconds, anything else as it
+    /// is, and `text` gives back every byte; equality is byte equality.
+    @Test func dateTextsGiveBackTheirBytes() {
+        var random = SplitMix64(seed: Self.seed &+ 11)
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        let first: Int64 = -2_208_988_800, last: Int64 = 253_402_300_799  // 1900-01-01 to 9999-12-31, 23:59:59
+        var kept: [(String, DateText)] = []
+        for round in 0..<3000 {
+            let seconds = first + Int64(random.next() % UInt64(last - first + 1))
+            let reference = formatter.string(from: Date(timeIntervalSince1970: TimeInterval(seconds)))
+            #expect(DateText.fixdate(seconds) == reference, "seed \(Self.seed), round \(round): \(seconds)")
+            #expect(HTTPDate.parse(reference) == seconds, "seed \(Self.seed), round \(round)")
+            let date = DateText(reference)
+            #expect(date.isSeconds && Array(date.text.utf8) == Array(reference.utf8), "seed \(Self.seed), round \(round): \(reference)")
+            // One byte changed, dropped or added, or a spelling no formatter writes: kept as text
+            // unless it is still a date exactly as formatted.
+            var bytes = Array(reference.utf8)
+            switch random.next() % 5 {
+            case 0: bytes[Int(random.next() % 29)] = UInt8(truncatingIfNeeded: random.next())
+            case 1: bytes.remove(at: Int(random.next() % 29))
+            case 2: bytes.insert(UInt8(truncatingIfNeeded: random.next() % 128), at: Int(random.next() % 30))
+            case 3: bytes = Array(["", "\u{0}", "\u{0}\u{0}x", "\u{0}12", "Thu, 01 Jan 1970 00:00:60 GMT", "thu, 01 Jan 1970 00:00:00 GMT",
+                                   "Thu, 01 Jan 1970 00:00:00 UTC", "Fri, 01 Jan 1970 00:00:00 GMT", "Sat, 29 Feb 2025 00:00:00 GMT",
+                                   "Thu, 01 Jan 1970 00:00:00 GMT\u{0}", "e\u{301}", "\u{e9}", "Sunday, 06-Nov-94 08:49:37 GMT"][Int(random.next() % 13)].utf8)
+            default: bytes = Array(reference.replacingOccurrences(of: " ", with: "  ").utf8)
+            }
+            let text = String(decoding: bytes, as: UTF8.self)
+            let other = DateText(text)
+            let viaBytes = bytes.withUnsafeBufferPointer { DateText(bytes: $0) }
+            let stillADate = formatter.date(from: text).map { formatter.string(from: $0) }.map { Array($0.utf8) == Array(text.utf8) } ?? false
+            #expect(Array(other.text.utf8) == Array(text.utf8), "seed \(Self.seed), round \(round): \(text.debugDescription)")
+            #expect(other == viaBytes && Array(viaBytes.text.utf8) == Array(text.utf8), "seed \(Self.seed), round \(round)")
+            #expect(other.isSeconds == (stillADate && Array(text.utf8).count == 29 && !text.hasPrefix("\u{0}")),
+                    "seed \(Self.seed), round \(round): \(text.debugDescription)")
+            kept.append((reference, date))
+            kept.append((text, other))
+        }
+        for _ in 0..<2000 {
+            let a = kept[Int(random.next() % UInt64(kept.count))], b = kept[Int(random.next() % UInt64(kept.count))]
+            #expect((a.1 == b.1) == Array(a.0.utf8).elementsEqual(Array(b.0.utf8)), "seed \(Self.seed): \(a.0.debugDescription), \(b.0.debugDescription)")
+        }
+        #expect(DateText("e\u{301}") != DateText("\u{e9}"), "canonically equal, not the same bytes")
+        #expect(MemoryLayout<Validators>.size <= 32, "\(MemoryLayout<Validators>.size) bytes")
+    }
 }

@@ -11,12 +11,20 @@ enum ReaderIndex {
     /// One JSON object and a newline. `updated` is when it was written. Times are RFC 3339
     /// in the feed's zone, as in `plan --json`.
     ///
-    /// Into one buffer, in three passes over the resources (`complete` first, as the head
-    /// says it before the lists; then `files`; then `missing`): at 100,000 resources the
-    /// index is about 33 MB, and lists built apart and then joined held it twice, beside a
-    /// dictionary of the plan's rows by path (48 MB; heaptrack, a revalidation `run`).
     static func render(_ feed: Feed, plan: FeedPlan, state: StateSnapshot, cached: CachedFiles,
                        size: (Resource) -> UInt64?, updated: Instant) -> [UInt8] {
+        var text: [UInt8] = []
+        render(feed, plan: plan, state: state, cached: cached, size: size, updated: updated) { text.append(contentsOf: $0) }
+        return text
+    }
+
+    /// The same, handed to `write` in pieces of about 64 KiB as it is made, in three passes
+    /// over the resources (`complete` first, as the head says it before the lists; then
+    /// `files`; then `missing`). At 100,000 resources the index is about 33 MB: made whole
+    /// in one buffer it was the largest thing at a revalidation `run`'s peak (36 MB of
+    /// 117 MB on the heap; heaptrack), and lists built apart and then joined held it twice.
+    static func render(_ feed: Feed, plan: FeedPlan, state: StateSnapshot, cached: CachedFiles,
+                       size: (Resource) -> UInt64?, updated: Instant, into write: (UnsafeRawBufferPointer) -> Void) {
         let clock = plan.clock
         // Files placed together share their second: each second is formatted once.
         var formatted: [Int64: [UInt8]] = [:]
@@ -30,7 +38,7 @@ enum ReaderIndex {
         let rows = Rows(feed, plan)
         let release = releaseInForce(feed, plan: plan, state: state)
         let listed = feed.resources.indices.filter { cached.contains(feed: feed.name, position: $0) }
-        var index = Writer(capacity: 256 + listed.count * 360 + (feed.resources.count - listed.count) * 96)
+        var index = Writer(capacity: Writer.piece + 4096)
         index.bytes.append(UInt8(ascii: "{"))
         index.field("feed", string: feed.name, first: true)
         index.field("release", raw: time(release))
@@ -52,6 +60,7 @@ enum ReaderIndex {
             index.field("validated", raw: time(validated))
             index.field("current", bool: isCurrent(validated: validated, release: release))
             index.close()
+            index.drain(over: Writer.piece, into: write)
         }
         index.closeList()
         index.openList("missing")
@@ -67,10 +76,11 @@ enum ReaderIndex {
             index.field("state", string: item?.status.rawValue)
             index.field("reason", string: item?.reason)
             index.close()
+            index.drain(over: Writer.piece, into: write)
         }
         index.closeList()
         index.bytes.append(contentsOf: Array("}\n".utf8))
-        return index.bytes
+        index.drain(over: 0, into: write)
     }
 
     /// Each resource's row in its feed's plan, by the resource's place in the manifest.
@@ -154,7 +164,18 @@ enum ReaderIndex {
         private var firstInList = true
         private var firstField = true
 
+        /// How much is held before it is handed on.
+        static let piece = 1 << 16
+
         init(capacity: Int) { bytes.reserveCapacity(capacity) }
+
+        /// Hands what is held to `write` when it is more than `limit` bytes, and keeps the
+        /// buffer's storage for what follows.
+        mutating func drain(over limit: Int, into write: (UnsafeRawBufferPointer) -> Void) {
+            guard bytes.count > limit else { return }
+            bytes.withUnsafeBytes(write)
+            bytes.removeAll(keepingCapacity: true)
+        }
 
         mutating func open() {
             if !firstInList { bytes.append(UInt8(ascii: ",")) }

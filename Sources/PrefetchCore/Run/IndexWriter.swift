@@ -6,9 +6,11 @@ enum IndexWriter {
         let plans = Dictionary(plan.feeds.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for feed in feeds {
             guard let feedPlan = plans[feed.name] else { continue }
-            let text = ReaderIndex.render(feed, plan: feedPlan, state: state, cached: cached,
-                                          size: { CacheListing.size(feed: feed.name, path: $0.path, in: cache) }, updated: now)
-            if case .failure(let error) = cache.writeIndex(feed: feed.name, text) {
+            let written = cache.writeIndex(feed: feed.name) { write in
+                ReaderIndex.render(feed, plan: feedPlan, state: state, cached: cached,
+                                   size: { CacheListing.size(feed: feed.name, path: $0.path, in: cache) }, updated: now, into: write)
+            }
+            if case .failure(let error) = written {
                 console.err("prefetch: warning: cannot write the reader index of \(feed.name): \(error)\n")
             }
         }

@@ -259,6 +259,24 @@ final class SQLiteStatement {
         return HexText(bytes: UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(handle, column))))
     }
 
+    /// A text column that is usually an IMF-fixdate (`DateText`): no string made of a date.
+    func dateText(_ column: Int32) -> DateText? {
+        guard let pointer = sqlite3_column_text(handle, column) else { return nil }
+        return DateText(bytes: UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(handle, column))))
+    }
+
+    /// The same for a column usually the same as an earlier one of the row, `other`, read as
+    /// `value`: `value` when the bytes are the same (no date parsed twice).
+    func dateText(_ column: Int32, sameAs other: Int32, value: DateText?) -> DateText? {
+        guard let pointer = sqlite3_column_text(handle, column) else { return nil }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        if value != nil, let earlier = sqlite3_column_text(handle, other), Int(sqlite3_column_bytes(handle, other)) == count,
+           memcmp(pointer, earlier, count) == 0 {
+            return value
+        }
+        return DateText(bytes: UnsafeBufferPointer(start: pointer, count: count))
+    }
+
     /// A text column that is often the same as `other` (another column of the row, read
     /// before): `other` itself when the bytes are the same, so they share one string.
     func text(_ column: Int32, sameAs other: String?) -> String? {

@@ -80,11 +80,21 @@ public struct FeedState: Sendable, Equatable {
 /// HTTP validators of one version of a resource.
 public struct Validators: Sendable, Equatable {
     public var etag: String?
-    public var lastModified: String?
+    /// As sent; an IMF-fixdate is held as its seconds (`DateText`: no allocation a record).
+    public var lastModified: String? {
+        get { lastModifiedText?.text }
+        set { lastModifiedText = newValue.map(DateText.init) }
+    }
+    private(set) var lastModifiedText: DateText?
 
     public init(etag: String? = nil, lastModified: String? = nil) {
         self.etag = etag
-        self.lastModified = lastModified
+        self.lastModifiedText = lastModified.map(DateText.init)
+    }
+
+    init(etag: String?, lastModifiedText: DateText?) {
+        self.etag = etag
+        self.lastModifiedText = lastModifiedText
     }
 }
 
@@ -94,7 +104,12 @@ public struct Validators: Sendable, Equatable {
 /// (of its last 2xx response: §6's deadline rule is judged on it).
 public struct ResponseFacts: Sendable, Equatable {
     public var etag: String?
-    public var lastModified: String?
+    /// As sent; an IMF-fixdate is held as its seconds (`DateText`).
+    public var lastModified: String? {
+        get { lastModifiedText?.text }
+        set { lastModifiedText = newValue.map(DateText.init) }
+    }
+    private(set) var lastModifiedText: DateText?
     /// The response's `Date` (nil: none was sent, or the record predates state.db version 3).
     public var date: String?
     /// The response said `Accept-Ranges: none`.
@@ -105,14 +120,20 @@ public struct ResponseFacts: Sendable, Equatable {
     public init(etag: String? = nil, lastModified: String? = nil, date: String? = nil, acceptRangesNone: Bool = false,
                 contentEncoding: String? = nil) {
         self.etag = etag
-        self.lastModified = lastModified
+        self.lastModifiedText = lastModified.map(DateText.init)
         self.date = date
         self.acceptRangesNone = acceptRangesNone
         self.contentEncoding = contentEncoding
     }
 
+    /// As state.db's columns hold it (`SQLiteStatement.dateText`): no date parsed again.
+    init(etag: String?, lastModifiedText: DateText?, date: String?, acceptRangesNone: Bool, contentEncoding: String?) {
+        self.init(etag: etag, date: date, acceptRangesNone: acceptRangesNone, contentEncoding: contentEncoding)
+        self.lastModifiedText = lastModifiedText
+    }
+
     /// Its validators.
-    public var validators: Validators { Validators(etag: etag, lastModified: lastModified) }
+    public var validators: Validators { Validators(etag: etag, lastModifiedText: lastModifiedText) }
 }
 
 /// Per resource: the placed copy, the partial, and the failure record.
@@ -250,7 +271,7 @@ public struct ResourceState: Sendable, Equatable {
         get {
             if let box = lastResponseBox { return box.value }
             guard present & Self.inlineResponse != 0 else { return nil }
-            return ResponseFacts(etag: copyValidators.etag, lastModified: copyValidators.lastModified, date: responseDate,
+            return ResponseFacts(etag: copyValidators.etag, lastModifiedText: copyValidators.lastModifiedText, date: responseDate,
                                  acceptRangesNone: present & Self.inlineRangesNone != 0, contentEncoding: nil)
         }
         set {

@@ -350,7 +350,7 @@ public final class StateStore {
         var listed = ListedPaths(listedFeeds)
         while try resources.step() {
             var state = ResourceState(urlHash: resources.hexText(2) ?? HexText(""), sha256: resources.hexText(6))
-            state.validators = Validators(etag: resources.text(3), lastModified: resources.text(4))
+            state.validators = Validators(etag: resources.text(3), lastModifiedText: resources.dateText(4))
             state.length = resources.int(5).map { UInt64(bitPattern: $0) }
             state.placedAt = resources.instant(7)
             state.validatedAt = resources.instant(8)
@@ -364,7 +364,7 @@ public final class StateStore {
             if let entry = resources.text(15) { state.failureEntry = entry }
             if resources.int(21) != nil {
                 state.lastResponse = ResponseFacts(etag: resources.text(16, sameAs: state.validators.etag),
-                                                   lastModified: resources.text(17, sameAs: state.validators.lastModified),
+                                                   lastModifiedText: resources.dateText(17, sameAs: 4, value: state.validators.lastModifiedText),
                                                    date: resources.text(18, interning: &repeated),
                                                    acceptRangesNone: resources.int(19) == 1, contentEncoding: resources.text(20, interning: &repeated))
                 state.lastResponseLength = resources.int(22).map { UInt64(bitPattern: $0) }
@@ -383,7 +383,7 @@ public final class StateStore {
             let key = ResourceKey(feed: others.text(0) ?? "", path: others.text(1) ?? "")
             guard var state = snapshot.resources[key] else { continue }
             var served = state.servedBy ?? ServedBy()
-            served.validators[others.text(2) ?? ""] = Validators(etag: others.text(3), lastModified: others.text(4))
+            served.validators[others.text(2) ?? ""] = Validators(etag: others.text(3), lastModifiedText: others.dateText(4))
             state.servedBy = served
             snapshot.resources[key] = state
         }
@@ -394,7 +394,7 @@ public final class StateStore {
         while try partials.step() {
             let key = ResourceKey(feed: partials.text(0) ?? "", path: partials.text(1) ?? "")
             let partial = PartialState(urlHash: partials.text(2) ?? "",
-                                       validators: Validators(etag: partials.text(3), lastModified: partials.text(4)),
+                                       validators: Validators(etag: partials.text(3), lastModifiedText: partials.dateText(4)),
                                        totalLength: partials.int(5).map { UInt64(bitPattern: $0) },
                                        syncedOffset: UInt64(bitPattern: partials.int(6) ?? 0), updatedAt: partials.instant(7) ?? Instant(seconds: 0),
                                        bootID: partials.text(8), inode: partials.int(9).map { UInt64(bitPattern: $0) },

@@ -2,36 +2,18 @@ import Foundation
 
 /// What one resource's transfer needs to know before it starts.
 struct TransferJob {
+    // Compact, as a revalidation `run` queues one job per resource: the wide fields first,
+    // the narrow ones packed after the hash, and what only a resource with mirrors needs
+    // behind one reference (`MirrorParts`) — 144 bytes a job, where plain `Int`s and
+    // optionals took 200 (20 MB of a run's peak over 100,000 resources; heaptrack).
     let feed: JobFeed
-    /// The resource's place in its feed's `resources`: read from there, not copied into every
-    /// job (171 bytes each, a third of a job).
-    private let position: UInt32
-    var resource: Resource { feed.feed.resources[Int(position)] }
-    /// Its feed's name and its path: made from the two (they share their strings), not kept.
-    var key: ResourceKey { ResourceKey(feed: feed.feed.name, path: resource.path) }
-    /// The URL's identity hash, as state.db records it: its 32 bytes inline (as text, a
-    /// string of 64 would take an allocation of 112 bytes a job, 11 MB at 100,000).
-    private let urlHashText: HexText
-    var urlHash: String { urlHashText.text }
-    /// The manifest entry's fingerprint (failures count for it only): made when a failure is
-    /// recorded, not carried by every job.
-    var entry: String { resource.fingerprint(identity: urlHash) }
     /// The release the attempt belongs to (failures count within it).
     let release: Instant
     /// Validators of the cached copy, for a conditional request (revalidation).
     var cachedValidators: Validators?
-    /// The cached copy's recorded length: a copy on disk of another length is not revalidated.
-    var cachedLength: UInt64?
-    /// The partial recorded in state.db, if any (a retry carries the one just synced).
-    var partial: PartialState? {
-        get { partialBox?.value }
-        set { partialBox = newValue.map(PartialBox.init) }
-    }
     /// Behind a reference: few jobs have one, and inline it was a third of every job (a
     /// `run` over 100,000 resources held 528 bytes a job).
     private var partialBox: PartialBox?
-    /// Consecutive failures in this release before this attempt.
-    var failures: Int
     /// Under `max_cache_size` (SPEC §8): the file's length the plan admitted it at (its
     /// expected size, else the bytes of its partial already counted); writing past it takes
     /// room from the run's `CacheAllowance`.
@@ -41,15 +23,61 @@ struct TransferJob {
     /// Where an earlier attempt of this run asked to resume, when the server answered with
     /// the whole file (0: none): the line the resource ends with says so.
     var refusedResume: UInt64 = 0
+    private var cachedLengthValue: UInt64 = 0
+    private var mirrorBox: MirrorBox?
+    /// The URL's identity hash, as state.db records it: its 32 bytes inline (as text, a
+    /// string of 64 would take an allocation of 112 bytes a job, 11 MB at 100,000).
+    private let urlHashText: HexText
+    private var hasCachedLength = false
+    /// The resource's place in its feed's `resources`: read from there, not copied into every
+    /// job (171 bytes each, a third of a job).
+    private let position: UInt32
+    private var failureCount: UInt32 = 0
+    private var urlPosition: UInt32 = 0
+
+    var resource: Resource { feed.feed.resources[Int(position)] }
+    /// Its feed's name and its path: made from the two (they share their strings), not kept.
+    var key: ResourceKey { ResourceKey(feed: feed.feed.name, path: resource.path) }
+    var urlHash: String { urlHashText.text }
+    /// The manifest entry's fingerprint (failures count for it only): made when a failure is
+    /// recorded, not carried by every job.
+    var entry: String { resource.fingerprint(identity: urlHash) }
+    /// The cached copy's recorded length: a copy on disk of another length is not revalidated.
+    var cachedLength: UInt64? {
+        get { hasCachedLength ? cachedLengthValue : nil }
+        set { (cachedLengthValue, hasCachedLength) = (newValue ?? 0, newValue != nil) }
+    }
+    /// The partial recorded in state.db, if any (a retry carries the one just synced).
+    var partial: PartialState? {
+        get { partialBox?.value }
+        set { partialBox = newValue.map(PartialBox.init) }
+    }
+    /// Consecutive failures in this release before this attempt.
+    var failures: Int {
+        get { Int(failureCount) }
+        set { failureCount = UInt32(clamping: newValue) }
+    }
     /// The listed URL this request goes to (0: `url`, then the mirrors; SPEC §8).
-    var urlIndex = 0
+    var urlIndex: Int {
+        get { Int(urlPosition) }
+        set { urlPosition = UInt32(newValue) }
+    }
     /// For a resource with mirrors: the pass over its URLs (nil for one without).
-    var mirrorPass: MirrorOrder?
+    var mirrorPass: MirrorOrder? {
+        get { mirrorBox?.parts.pass }
+        set { changeMirrorParts { $0.pass = newValue } }
+    }
     /// For a resource with mirrors: which listed URL served the cached copy (nil: none
     /// listed now), and, when that copy is revalidated, each listed URL's validators of it
     /// (nil: none known there).
-    var servedIndex: Int?
-    var validatorsByURL: [Validators?]?
+    var servedIndex: Int? {
+        get { mirrorBox?.parts.servedIndex }
+        set { changeMirrorParts { $0.servedIndex = newValue } }
+    }
+    var validatorsByURL: [Validators?]? {
+        get { mirrorBox?.parts.validatorsByURL }
+        set { changeMirrorParts { $0.validatorsByURL = newValue } }
+    }
 
     /// The job of `feed`'s resource at `position`.
     init(feed: JobFeed, position: Int, urlHash: String, release: Instant, cachedValidators: Validators?,
@@ -64,6 +92,25 @@ struct TransferJob {
         self.failures = failures
         self.notBefore = notBefore
         self.partial = partial
+    }
+
+    /// A job is a value: a change makes a new box (jobs copied from this one keep theirs).
+    private mutating func changeMirrorParts(_ change: (inout MirrorParts) -> Void) {
+        var parts = mirrorBox?.parts ?? MirrorParts()
+        change(&parts)
+        mirrorBox = parts.isEmpty ? nil : MirrorBox(parts)
+    }
+
+    private struct MirrorParts: Sendable {
+        var pass: MirrorOrder?
+        var servedIndex: Int?
+        var validatorsByURL: [Validators?]?
+        var isEmpty: Bool { pass == nil && servedIndex == nil && validatorsByURL == nil }
+    }
+
+    private final class MirrorBox: Sendable {
+        let parts: MirrorParts
+        init(_ parts: MirrorParts) { self.parts = parts }
     }
 
     private final class PartialBox: Sendable {
