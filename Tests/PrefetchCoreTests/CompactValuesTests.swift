@@ -393,6 +393,51 @@ import TestSupport
     /// `TransferJob`'s packed fields (narrow counts, a bit for the length, the mirror parts
     /// behind one reference) against plain optionals: a job is a value, so a copy changed
     /// leaves the one it came from as it was.
+    /// `Resource` keeps `size`, `expires` and its `sha256` inline with bits, and the parts few
+    /// entries have (mirrors, headers, `max_size`, `not_before`) behind one shared reference,
+    /// copied on change: every field reads back what was set, in any order, and a copy made
+    /// before a change keeps what it had.
+    @Test func resourcesKeepWhatIsSetAndCopiesStayApart() {
+        var random = SplitMix64(seed: Self.seed &+ 8)
+        let listed = PlannerTests.feed(
+            "name: t\nresources:\n  - url: https://e.com/a.bin\n    sha256: \(String(repeating: "0f", count: 32))\n"
+                + "    mirrors: [https://m.com/a.bin, https://n.com/a.bin]\n    headers: { X-Key: one }\n"
+                + "  - url: https://e.com/b.bin\n    headers: { X-Key: two, X-Other: three }\n").resources
+        var resource = listed[0]
+        #expect(resource.sha256 == String(repeating: "0f", count: 32) && listed[1].sha256 == nil)
+        typealias Plain = (size: UInt64?, maxSize: UInt64?, notBefore: Instant?, expires: Instant?, mirrors: [ResourceURL]?,
+                           headers: [HeaderField], priority: Priority, line: Int)
+        var plain: Plain = (resource.size, resource.maxSize, resource.notBefore, resource.expires, resource.mirrors,
+                            resource.headers, resource.priority, resource.location.line)
+        #expect(plain.mirrors?.count == 2 && plain.headers.count == 1)
+        func same(_ r: Resource, _ p: Plain) -> Bool {
+            r.size == p.size && r.maxSize == p.maxSize && r.notBefore == p.notBefore && r.expires == p.expires && r.mirrors == p.mirrors
+                && r.headers == p.headers && r.priority == p.priority && r.location.line == p.line
+                && r.sha256 == String(repeating: "0f", count: 32) && r.url.text == "https://e.com/a.bin"
+        }
+        var copies: [(Resource, Plain)] = []
+        func number() -> UInt64? { random.next() % 3 == 0 ? nil : [0, 1, UInt64.max, random.next()][Int(random.next() % 4)] }
+        func instant() -> Instant? { number().map { Instant(nanoseconds: Int64(bitPattern: $0)) } }
+        for round in 0..<3000 {
+            switch random.next() % 8 {
+            case 0: let v = number(); (resource.size, plain.size) = (v, v)
+            case 1: let v = number(); (resource.maxSize, plain.maxSize) = (v, v)
+            case 2: let v = instant(); (resource.notBefore, plain.notBefore) = (v, v)
+            case 3: let v = instant(); (resource.expires, plain.expires) = (v, v)
+            case 4:
+                let v: [ResourceURL]? = random.next() % 3 == 0 ? nil : Array(listed[0].mirrors!.prefix(Int(random.next() % 2) + 1))
+                (resource.mirrors, plain.mirrors) = (v, v)
+            case 5: let v = random.next() % 3 == 0 ? [] : listed[Int(random.next() % 2)].headers; (resource.headers, plain.headers) = (v, v)
+            case 6: let v = Priority.allCases[Int(random.next() % 3)]; (resource.priority, plain.priority) = (v, v)
+            default: let v = Int(random.next() % 100_000) + 1; (resource.location, plain.line) = (SourceLocation(line: v, column: 5), v)
+            }
+            #expect(same(resource, plain), "seed \(Self.seed), round \(round)")
+            if random.next() % 50 == 0 { copies.append((resource, plain)) }
+        }
+        #expect(copies.allSatisfy { same($0.0, $0.1) }, "seed \(Self.seed): a copy changed with the resource it came from")
+        #expect(MemoryLayout<Resource>.stride <= 136, "\(MemoryLayout<Resource>.stride) bytes a resource")
+    }
+
     @Test func transferJobsKeepWhatIsSetAndCopiesStayApart() {
         var random = SplitMix64(seed: Self.seed &+ 7)
         let feed = JobFeed(PlannerTests.feed("name: t\nresources:\n  - url: https://e.com/a.bin\n    mirrors: [https://m.com/a.bin, https://n.com/a.bin]\n"))

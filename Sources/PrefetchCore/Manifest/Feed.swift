@@ -99,46 +99,81 @@ public enum Priority: String, Sendable, Hashable, Comparable, CaseIterable {
 }
 
 /// One resource of a feed. Compact, as a manifest may list a million: the URL as its text
-/// with offsets (`ResourceURL`), the `sha256` as 32 bytes inline, the optional sizes and
-/// times as plain numbers with a bit each saying whether they are there (an `Optional` of a
-/// number takes twice its width), the entry's line and column as 32-bit numbers.
+/// with offsets (`ResourceURL`), the `sha256` as 32 bytes inline with a bit saying whether it
+/// is there, `size` and `expires` as plain numbers with a bit each (an `Optional` of a number
+/// takes twice its width), the entry's line and column as 32-bit numbers, and what few
+/// entries have — mirrors, headers, `max_size`, `not_before` — behind one reference, nil for
+/// the rest: 136 bytes a resource, where each field in its own place took 168.
 public struct Resource: Sendable {
     /// Where to fetch it from.
     public var url: ResourceURL
-    /// Other URLs of the same file, tried in order after `url` (SPEC §8, "Mirrors"); nil
-    /// when there are none (one word, nothing allocated, for the resources without).
-    public var mirrors: [ResourceURL]?
     /// Where it goes, relative to `CACHE/<feed>/`.
     public var path: String
-    private var digest: Digest256?
-    private var numbers: (UInt64, UInt64, Int64, Int64) = (0, 0, 0, 0)
-    /// Which of `numbers` are there: bit 0 `size`, 1 `maxSize`, 2 `notBefore`, 3 `expires`.
+    private var digest: Digest256
+    private var sizeValue: UInt64 = 0
+    private var expiresValue: Int64 = 0
+    private var rare: Rare?
+    private var line: UInt32, column: UInt32
+    /// Which values are there: bit 0 `size`, 1 `expires`, 2 the digest.
     private var present: UInt8 = 0
     public var priority: Priority
     /// Its effective `encoding` (SPEC §7): its own, else its feed's, else `refuse`.
     public var encoding: EncodingMode = .refuse
-    private var line: UInt32, column: UInt32
-    public var headers: [HeaderField]
 
+    /// The parts few entries have, shared by copies and copied on change.
+    private final class Rare: Sendable {
+        let mirrors: [ResourceURL]?
+        let headers: [HeaderField]
+        let maxSize: UInt64?
+        let notBefore: Instant?
+
+        init(mirrors: [ResourceURL]?, headers: [HeaderField], maxSize: UInt64?, notBefore: Instant?) {
+            self.mirrors = mirrors; self.headers = headers; self.maxSize = maxSize; self.notBefore = notBefore
+        }
+
+        /// nil when every part is absent: the resource then holds no reference.
+        static func make(mirrors: [ResourceURL]?, headers: [HeaderField], maxSize: UInt64?, notBefore: Instant?) -> Rare? {
+            mirrors == nil && headers.isEmpty && maxSize == nil && notBefore == nil
+                ? nil : Rare(mirrors: mirrors, headers: headers, maxSize: maxSize, notBefore: notBefore)
+        }
+    }
+
+    private mutating func changeRare(mirrors: [ResourceURL]?? = nil, headers: [HeaderField]? = nil,
+                                     maxSize: UInt64?? = nil, notBefore: Instant?? = nil) {
+        rare = Rare.make(mirrors: mirrors ?? self.mirrors, headers: headers ?? self.headers,
+                         maxSize: maxSize ?? self.maxSize, notBefore: notBefore ?? self.notBefore)
+    }
+
+    /// Other URLs of the same file, tried in order after `url` (SPEC §8, "Mirrors"); nil
+    /// when there are none.
+    public var mirrors: [ResourceURL]? {
+        get { rare?.mirrors }
+        set { changeRare(mirrors: .some(newValue)) }
+    }
+    /// Request headers of its own (SPEC §1), the feed's merged in.
+    public var headers: [HeaderField] {
+        get { rare?.headers ?? [] }
+        set { changeRare(headers: newValue) }
+    }
     /// Exact expected length in bytes.
     public var size: UInt64? {
-        get { present & 1 != 0 ? numbers.0 : nil }
-        set { numbers.0 = newValue ?? 0; mark(0, newValue != nil) }
+        get { present & 1 != 0 ? sizeValue : nil }
+        set { sizeValue = newValue ?? 0; mark(0, newValue != nil) }
     }
     /// Upper bound when the length is not known exactly.
     public var maxSize: UInt64? {
-        get { present & 2 != 0 ? numbers.1 : nil }
-        set { numbers.1 = newValue ?? 0; mark(1, newValue != nil) }
+        get { rare?.maxSize }
+        set { changeRare(maxSize: .some(newValue)) }
     }
     /// Never fetched before this instant.
     public var notBefore: Instant? {
-        get { present & 4 != 0 ? Instant(nanoseconds: numbers.2) : nil }
-        set { numbers.2 = newValue?.nanoseconds ?? 0; mark(2, newValue != nil) }
+        get { rare?.notBefore }
+        set { changeRare(notBefore: .some(newValue)) }
     }
     /// Removed from the cache after this instant.
     public var expires: Instant? {
-        get { present & 8 != 0 ? Instant(nanoseconds: numbers.3) : nil }
-        set { numbers.3 = newValue?.nanoseconds ?? 0; mark(3, newValue != nil) }
+        get { present & 2 != 0 ? Instant(nanoseconds: expiresValue) : nil }
+        set { expiresValue = newValue?.nanoseconds ?? 0; mark(1, newValue != nil) }
     }
     /// Where the resource's entry starts in the manifest.
     public var location: SourceLocation {
@@ -151,7 +186,7 @@ public struct Resource: Sendable {
     }
 
     /// Expected SHA-256, lowercase hex.
-    public var sha256: String? { digest?.hex }
+    public var sha256: String? { present & 4 != 0 ? digest.hex : nil }
 
     /// How many URLs it lists: `url` and its mirrors.
     public var urlCount: Int { 1 + (mirrors?.count ?? 0) }
@@ -167,16 +202,14 @@ public struct Resource: Sendable {
          priority: Priority, headers: [HeaderField], location: SourceLocation, encoding: EncodingMode = .refuse,
          mirrors: [ResourceURL]? = nil) {
         self.url = url
-        self.mirrors = mirrors
         self.path = path
-        self.digest = digest
+        self.digest = digest ?? Digest256.zero
         self.priority = priority
-        self.headers = headers
+        self.rare = Rare.make(mirrors: mirrors, headers: headers, maxSize: maxSize, notBefore: notBefore)
         (line, column) = (UInt32(clamping: location.line), UInt32(clamping: location.column))
         self.encoding = encoding
+        if digest != nil { present |= 4 }
         self.size = size
-        self.maxSize = maxSize
-        self.notBefore = notBefore
         self.expires = expires
     }
 }

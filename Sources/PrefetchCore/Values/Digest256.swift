@@ -13,6 +13,11 @@ struct Digest256: Sendable, Hashable {
         self = digest
     }
 
+    /// 32 zero bytes: a placeholder where a bit beside says no digest is there.
+    static let zero = Digest256(words: (0, 0, 0, 0))
+
+    private init(words: (UInt64, UInt64, UInt64, UInt64)) { self.words = words }
+
     /// The digest of these 32 bytes (as `SHA256.digest` gives them).
     init(bytes: UnsafeRawBufferPointer) {
         precondition(bytes.count == 32)
