@@ -1268,6 +1268,46 @@ import PrefetchCore
         #expect((try? Data(contentsOf: after.appendingPathComponent("t/a.bin"))).map { Self.sha([UInt8]($0)) } == Self.sha(v2))
     }
 
+    /// FAULTS 20, when the disk fills while the reader index is written in its 64 KiB pieces:
+    /// the cache on a 1 MiB tmpfs, then a feed of 12,000 resources not yet due, whose index of
+    /// missing entries (about 1.5 MB) cannot fit. The run warns, the index a reader sees is
+    /// the one before, byte for byte, no temporary index is left, and the placed file stays.
+    @Test(.enabled(if: FaultTests.canMountTmpfs)) func aFullDiskWhileTheIndexIsStreamedKeepsTheOldIndex() throws {
+        let s = try FaultHarness()
+        let a = Self.bytes(1000, seed: 240)
+        s.origin.serve("/a.bin", OriginResource(a, etag: "\"a\""))
+        let header = "refresh: 1h\nresources:\n  - url: ORIGIN/a.bin\n"
+        try s.feed(header)
+        var many = header
+        for i in 0..<12_000 {
+            many += "  - url: ORIGIN/later/\(i).bin\n    path: later/a-long-folder-name-for-the-index/\(i).bin\n"
+                + "    not_before: \"2099-01-01T00:00:00Z\"\n"
+        }
+        try s.dir.write("feeds2/t.yaml", many.replacingOccurrences(of: "ORIGIN", with: s.origin.url("")))
+        try FileManager.default.createDirectory(at: s.cache, withIntermediateDirectories: true)
+        let script = """
+            mount -t tmpfs -o size=1m tmpfs cache || exit 97
+            "$BIN" run --feeds feeds --cache cache --config /dev/null > run1.out 2> run1.err; echo $? > run1.rc
+            cp cache/t/.prefetch-index.json index1.json
+            PREFETCH_CLOCK_OFFSET=+2h "$BIN" run --feeds feeds2 --cache cache --config /dev/null > run2.out 2> run2.err; echo $? > run2.rc
+            cp -a cache after
+            """
+        let process = try Self.startInPrivateMounts(script, in: s.dir.url)
+        process.waitUntilExit()
+        func read(_ name: String) -> String { (try? String(contentsOf: s.dir.url.appendingPathComponent(name), encoding: .utf8)) ?? "" }
+        #expect(process.terminationStatus == 0, "the script stopped: \(process.terminationStatus)")
+        #expect(read("run1.rc").hasPrefix("0"), "\(read("run1.out"))\(read("run1.err"))")
+        let before = try Data(contentsOf: s.dir.url.appendingPathComponent("index1.json"))
+        #expect(String(decoding: before, as: UTF8.self).contains("\"a.bin\""))
+        let err = read("run2.err")
+        #expect(err.contains("cannot write the reader index of t"), "run 2: rc \(read("run2.rc")) \(read("run2.out"))\(err)")
+        let after = s.dir.url.appendingPathComponent("after/t")
+        #expect((try? Data(contentsOf: after.appendingPathComponent(".prefetch-index.json"))) == before, "the index a reader sees changed")
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: after.path)) ?? []
+        #expect(!names.contains(".prefetch-index.json.tmp"), "a temporary index was left: \(names)")
+        #expect((try? Data(contentsOf: after.appendingPathComponent("a.bin"))).map { [UInt8]($0) } == a)
+    }
+
     /// FAULTS 20, when the disk fills while placement makes a file's folders: the cache on
     /// a tmpfs with few inodes, filled to leave 1 to 6 free before each run. Whichever step
     /// the space runs out at (state.db's journal, the partial, a folder on the way, the index),
