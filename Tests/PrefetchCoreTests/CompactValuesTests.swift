@@ -306,7 +306,9 @@ import TestSupport
             resources:
               - { url: "https://e.com/a", path: "a/rather/long/path.bin" }
               - { url: "https://e.com/b", path: "short.bin" }
+              - { url: "https://e.com/c/read/from/the/url.bin", path: "c/read/from/the/url.bin" }
             """.utf8), file: "f.yaml").feed)
+        #expect(feed.resources[2].pathIsShared && !feed.resources[0].pathIsShared)
         for resource in feed.resources {
             try store.recordValidated(ResourceKey(feed: "f", path: resource.path), urlHash: "h", validators: Validators(), length: 1,
                                       sha256: nil, placed: true, at: 1)
@@ -316,7 +318,7 @@ import TestSupport
         store.sharePaths(of: [ListedFeedPaths(feed)])
         let snapshot = try store.snapshot()
         let keys = Dictionary(uniqueKeysWithValues: snapshot.resources.map { ($0.key.path, $0.key.path) })
-        #expect(Set(keys.keys) == ["a/rather/long/path.bin", "short.bin", "no/longer/listed/path.bin"])
+        #expect(Set(keys.keys) == ["a/rather/long/path.bin", "short.bin", "c/read/from/the/url.bin", "no/longer/listed/path.bin"])
         #expect(base(try #require(keys["a/rather/long/path.bin"])) == base(feed.resources[0].path))
     }
 
@@ -435,6 +437,49 @@ import TestSupport
             if random.next() % 50 == 0 { copies.append((resource, plain)) }
         }
         #expect(copies.allSatisfy { same($0.0, $0.1) }, "seed \(Self.seed): a copy changed with the resource it came from")
+        #expect(MemoryLayout<Resource>.stride <= 136, "\(MemoryLayout<Resource>.stride) bytes a resource")
+    }
+
+    /// A path written in the URL is read from the URL's text; whatever the bytes, it reads
+    /// back as set, and changing the URL or the path leaves the other as it was.
+    @Test func pathsReadFromTheirURLGiveBackTheirBytes() throws {
+        var random = SplitMix64(seed: Self.seed &+ 9)
+        let parts = ["video", "2026", "a", "menü", "e\u{301}t\u{e9}", "%20x", "lobby-000123.mp4", "d042", "f0000042.bin", "日本"]
+        func segments() -> [String] { (0..<Int(random.next() % 4) + 1).map { _ in parts[Int(random.next() % UInt64(parts.count))] } }
+        var shared = 0
+        for round in 0..<2000 {
+            let folders = segments()
+            let query = random.next() % 3 == 0 ? "?sig=\(random.next())" : ""
+            let url = try ResourceURL.parse("https://cdn.example.com/" + folders.joined(separator: "/") + query)
+            let path: String = switch random.next() % 4 {
+            case 0: folders.joined(separator: "/")  // the URL's path without its '/'
+            case 1: folders.suffix(2).joined(separator: "/")  // its end
+            case 2: "other/" + folders.joined(separator: "/")  // not in the URL
+            default: String(decoding: Array(url.text.utf8).suffix(Int(random.next() % 30) + 1), as: UTF8.self)  // the text's last bytes
+            }
+            var resource = Resource(url: url, path: path, digest: nil, size: nil, maxSize: nil, notBefore: nil, expires: nil,
+                                    priority: .normal, headers: [], location: SourceLocation(line: 1, column: 1))
+            #expect(Array(resource.path.utf8) == Array(path.utf8) && resource.url.text == url.text, "seed \(Self.seed), round \(round)")
+            if resource.pathIsShared { shared += 1 }
+            let bytes = Array(url.text.utf8), count = path.utf8.count
+            let written = count > 15 && (bytes.prefix(url.pathBytes.upperBound).suffix(count).elementsEqual(path.utf8)
+                || bytes.suffix(count).elementsEqual(path.utf8))
+            #expect(!written || resource.pathIsShared, "seed \(Self.seed), round \(round): '\(path)' is in \(url.text) and not shared")
+            let copy = resource
+            let other = try ResourceURL.parse("http://m.example.org/x/" + segments().joined(separator: "/"))
+            resource.url = other
+            #expect(Array(resource.path.utf8) == Array(path.utf8) && resource.url.text == other.text, "seed \(Self.seed), round \(round)")
+            let tail = String(decoding: Array(other.text.utf8).suffix(20), as: UTF8.self)  // repaired when cut in a character
+            resource.path = tail
+            #expect(resource.url.text == other.text && resource.path.utf8.elementsEqual(tail.utf8), "seed \(Self.seed), round \(round)")
+            #expect(Array(copy.path.utf8) == Array(path.utf8) && copy.url.text == url.text, "seed \(Self.seed): a copy changed")
+        }
+        #expect(shared > 500, "seed \(Self.seed): \(shared) of 2,000 paths read from their URL")
+        // The decoder's resources too, the default path among them.
+        let feed = PlannerTests.feed("name: t\nresources:\n  - url: https://e.com/media/2026/lobby-000123.mp4?v=2\n"
+            + "    path: media/2026/lobby-000123.mp4\n  - url: https://e.com/media/2026/lobby-000124.mp4\n")
+        #expect(feed.resources.map(\.path) == ["media/2026/lobby-000123.mp4", "lobby-000124.mp4"])
+        #expect(feed.resources.allSatisfy { $0.pathIsShared })
         #expect(MemoryLayout<Resource>.stride <= 136, "\(MemoryLayout<Resource>.stride) bytes a resource")
     }
 

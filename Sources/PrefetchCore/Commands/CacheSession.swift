@@ -110,8 +110,11 @@ struct CacheSession {
 }
 
 extension ListedFeedPaths {
-    /// The paths `feed` lists, read from its resources when asked (nothing copied).
+    /// The paths `feed` lists, read from its resources when asked (nothing copied); nil for
+    /// a path read from its URL's text, which has no string to share.
     init(_ feed: Feed) {
-        self.init(feed: feed.name, count: feed.resources.count, path: { [resources = feed.resources] in resources[$0].path })
+        self.init(feed: feed.name, count: feed.resources.count, path: { [resources = feed.resources] in
+            resources[$0].pathIsShared ? nil : resources[$0].path
+        })
     }
 }

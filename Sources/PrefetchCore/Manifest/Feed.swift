@@ -103,17 +103,38 @@ public enum Priority: String, Sendable, Hashable, Comparable, CaseIterable {
 /// is there, `size` and `expires` as plain numbers with a bit each (an `Optional` of a number
 /// takes twice its width), the entry's line and column as 32-bit numbers, and what few
 /// entries have — mirrors, headers, `max_size`, `not_before` — behind one reference, nil for
-/// the rest: 136 bytes a resource, where each field in its own place took 168.
+/// the rest: 136 bytes a resource, where each field in its own place took 168. A `path`
+/// written in the URL too (`path: a/b.mp4` of `https://h/a/b.mp4`, or the default path) is
+/// read from the URL's text, not kept a second time (`SharedPath`).
 public struct Resource: Sendable {
     /// Where to fetch it from.
-    public var url: ResourceURL
+    public var url: ResourceURL {
+        get { storedURL }
+        set {
+            let kept = path  // read from the old URL when shared: the path stays what it was
+            storedURL = newValue
+            path = kept
+        }
+    }
     /// Where it goes, relative to `CACHE/<feed>/`.
-    public var path: String
+    public var path: String {
+        get { sharedPath.isEmpty ? ownPath : sharedPath.text(in: storedURL.text) }
+        set {
+            sharedPath = SharedPath(newValue, in: storedURL)
+            ownPath = sharedPath.isEmpty ? newValue : ""
+        }
+    }
+    /// Whether `path` is read from the URL's text (no string of its own).
+    var pathIsShared: Bool { !sharedPath.isEmpty }
+    private var storedURL: ResourceURL
+    /// The path when it is not read from the URL's text ("" when it is).
+    private var ownPath: String
     private var digest: Digest256
     private var sizeValue: UInt64 = 0
     private var expiresValue: Int64 = 0
     private var rare: Rare?
     private var line: UInt32, column: UInt32
+    private var sharedPath = SharedPath()
     /// Which values are there: bit 0 `size`, 1 `expires`, 2 the digest.
     private var present: UInt8 = 0
     public var priority: Priority
@@ -201,8 +222,9 @@ public struct Resource: Sendable {
     init(url: ResourceURL, path: String, digest: Digest256?, size: UInt64?, maxSize: UInt64?, notBefore: Instant?, expires: Instant?,
          priority: Priority, headers: [HeaderField], location: SourceLocation, encoding: EncodingMode = .refuse,
          mirrors: [ResourceURL]? = nil) {
-        self.url = url
-        self.path = path
+        self.storedURL = url
+        self.sharedPath = SharedPath(path, in: url)
+        self.ownPath = sharedPath.isEmpty ? path : ""
         self.digest = digest ?? Digest256.zero
         self.priority = priority
         self.rare = Rare.make(mirrors: mirrors, headers: headers, maxSize: maxSize, notBefore: notBefore)
@@ -211,6 +233,40 @@ public struct Resource: Sendable {
         if digest != nil { present |= 4 }
         self.size = size
         self.expires = expires
+    }
+}
+
+/// Where a resource's path is found in its URL's text, as byte offsets `start..<end`; empty
+/// when the path is kept as a string of its own. A path is shared only when its bytes are
+/// exactly those of the URL's path where it ends (`/a/b.mp4` of `a/b.mp4`, query or not), or
+/// of the text's end, and when it is longer than 15 bytes: a shorter string is held inline
+/// anyway (no allocation to save). Reading a shared path makes a string of its bytes.
+struct SharedPath: Sendable, Equatable {
+    private var start: UInt16 = 0, end: UInt16 = 0
+
+    init() {}
+
+    init(_ path: String, in url: ResourceURL) {
+        let count = path.utf8.count
+        guard count > 15, url.text.utf8.count <= Int(UInt16.max) else { return }
+        var path = path, text = url.text
+        let found: Int? = text.withUTF8 { text in
+            path.withUTF8 { path in
+                for end in [url.pathBytes.upperBound, text.count] where end >= count
+                    && memcmp(text.baseAddress! + (end - count), path.baseAddress!, count) == 0 {
+                    return end - count
+                }
+                return nil
+            }
+        }
+        if let found { (start, end) = (UInt16(found), UInt16(found + count)) }
+    }
+
+    var isEmpty: Bool { end == 0 }
+
+    func text(in urlText: String) -> String {
+        var urlText = urlText
+        return urlText.withUTF8 { String(decoding: UnsafeBufferPointer(rebasing: $0[Int(start)..<Int(end)]), as: UTF8.self) }
     }
 }
 

@@ -232,10 +232,11 @@ public struct Plan: Sendable {
     /// Throughput the estimates use, bytes per second, and whether it was measured.
     public var throughput: Double
     public var throughputMeasured: Bool
-    /// Keys of due items in the order a run would start them.
-    public var order: [ResourceKey]
-    /// The same items as indices into the planned feeds and their resources (`run` builds
-    /// its jobs from these without looking keys up).
+    /// Keys of due items in the order a run would start them, made from `positions` as
+    /// they are read (kept, a key each took a second string of every due path).
+    public var order: DueOrder { DueOrder(feeds: feeds, positions: positions) }
+    /// The due items in that order as indices into the planned feeds and their resources
+    /// (`run` builds its jobs from these without looking keys up).
     var positions: [(feed: Int, resource: Int)] = []
     /// `max_cache_size` (SPEC §8): the cap, the use, the room to be made; nil without a cap.
     public var cache: CachePlan?
@@ -243,6 +244,20 @@ public struct Plan: Sendable {
     /// Items in the given state, over all feeds.
     public func items(_ status: ResourceStatus) -> [PlanItem] {
         feeds.flatMap { $0.items.filter { $0.status == status } }
+    }
+}
+
+/// The keys of a plan's due work in the order a run starts it (`Plan.order`).
+public struct DueOrder: RandomAccessCollection, Sendable {
+    let feeds: [FeedPlan]
+    let positions: [(feed: Int, resource: Int)]
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { positions.count }
+
+    public subscript(index: Int) -> ResourceKey {
+        let (feed, resource) = positions[index]
+        return ResourceKey(feed: feeds[feed].name, path: feeds[feed].items.resources[resource].path)
     }
 }
 

@@ -27,7 +27,7 @@ public enum Planner {
         // changes them in place (a second reference made Swift copy every feed's rows).
         var plan = Plan(now: now, feeds: consume feedPlans, conditions: input.conditions, machineID: input.machineID,
                         throughput: input.state.throughput ?? defaultThroughput,
-                        throughputMeasured: input.state.throughput != nil, order: [])
+                        throughputMeasured: input.state.throughput != nil)
         CacheAdmission.apply(&plan, input: input)  // max_cache_size (SPEC §8), before the due work is ordered
         orderDueWork(&plan, input: input)
         // Rows: due work first in the order a run starts it, then by state, then manifest order.
@@ -302,18 +302,20 @@ public enum Planner {
     /// break `min_free_space`, and estimates finish times at the recorded throughput.
     static func orderDueWork(_ plan: inout Plan, input: PlanInput) {
         // Small sort keys, not the items themselves: ties go by feed order, then manifest order.
+        // 32 bytes a slot (with `Int`s, 40), as many as there are due rows, counted first.
         struct Slot: Comparable {
-            var priority: Int, windowEnd: Instant, size: UInt64, feed: Int, item: Int
+            var windowEnd: Instant, size: UInt64, feed: UInt32, item: UInt32, priority: UInt8
             static func < (a: Slot, b: Slot) -> Bool {
                 (a.priority, a.windowEnd, a.size, a.feed, a.item) < (b.priority, b.windowEnd, b.size, b.feed, b.item)
             }
         }
         var due: [Slot] = []
+        due.reserveCapacity(plan.feeds.reduce(0) { count, feedPlan in count + feedPlan.items.allValues.count { $0.status == .due } })
         for (f, feedPlan) in plan.feeds.enumerated() {
             for i in feedPlan.items.indices where feedPlan.items[values: i].status == .due {
                 let item = feedPlan.items[values: i]
-                due.append(Slot(priority: item.priority == .high ? 0 : item.priority == .normal ? 1 : 2,
-                                windowEnd: item.windowEnd ?? .distantFuture, size: item.remaining ?? UInt64.max, feed: f, item: i))
+                due.append(Slot(windowEnd: item.windowEnd ?? .distantFuture, size: item.remaining ?? UInt64.max, feed: UInt32(f),
+                                item: UInt32(i), priority: item.priority == .high ? 0 : item.priority == .normal ? 1 : 2))
             }
         }
         due.sort()
@@ -322,7 +324,8 @@ public enum Planner {
         let minimums = plan.feeds.map { byName[$0.name] ?? 0 }
         var committed: UInt64 = 0
         var elapsed: Double = 0
-        for slot in due {
+        for place in due {
+            let slot = (feed: Int(place.feed), item: Int(place.item))
             let known = plan.feeds[slot.feed].items[values: slot.item].remaining
             let remaining = known ?? 0
             let minimum = minimums[slot.feed]
@@ -357,8 +360,7 @@ public enum Planner {
             }
             committed += remaining
             elapsed += Double(remaining) / plan.throughput
-            plan.feeds[slot.feed].items[values: slot.item].startOrder = plan.order.count
-            plan.order.append(ResourceKey(feed: plan.feeds[slot.feed].name, path: plan.feeds[slot.feed].items.path(at: slot.item)))
+            plan.feeds[slot.feed].items[values: slot.item].startOrder = plan.positions.count
             plan.positions.append((slot.feed, slot.item))  // items are still in manifest order here
         }
     }

@@ -108,7 +108,7 @@ struct RunPass {
         for (jobFeed, feedPlan) in zip(jobFeeds, plan.feeds) {
             jobFeed.windowEnd = feedPlan.items.allValues.first { $0.status == .due }?.windowEnd
         }
-        jobs.reserveCapacity(plan.order.count)
+        jobs.reserveCapacity(plan.positions.count)
         for (key, position) in zip(plan.order, plan.positions) {
             let feed = jobFeeds[position.feed]
             let resource = feeds[position.feed].resources[position.resource]

@@ -22,13 +22,12 @@ struct ListedPaths {
 
     init(_ feeds: [ListedFeedPaths]) {
         for feed in feeds where feed.count < Int(Int32.max) {
-            let long = (0..<feed.count).lazy.filter { feed.path($0).utf8.count > 15 }.count
+            let long = (0..<feed.count).lazy.filter { (feed.path($0)?.utf8.count ?? 0) > 15 }.count
             guard long > 0 else { continue }
             var slots = [Int32](repeating: 0, count: max(4, (2 * long).nextPowerOfTwo))
             let mask = slots.count - 1
             for position in 0..<feed.count {
-                var path = feed.path(position)  // the same storage; `withUTF8` is mutating
-                guard path.utf8.count > 15 else { continue }
+                guard var path = feed.path(position), path.utf8.count > 15 else { continue }  // the same storage; `withUTF8` is mutating
                 var slot = path.withUTF8 { Self.hash($0) } & mask
                 while slots[slot] != 0 { slot = (slot + 1) & mask }
                 slots[slot] = Int32(position + 1)
@@ -49,7 +48,7 @@ struct ListedPaths {
         let mask = table.slots.count - 1
         var slot = Self.hash(bytes) & mask
         while table.slots[slot] != 0 {
-            var path = table.paths.path(Int(table.slots[slot]) - 1)
+            var path = table.paths.path(Int(table.slots[slot]) - 1)!
             if path.withUTF8({ $0.count == bytes.count && memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }) { return path }
             slot = (slot + 1) & mask
         }
@@ -66,13 +65,15 @@ struct ListedPaths {
 }
 
 /// One feed's listed paths as state.db's reads are given them (`StateStore.sharePaths`): the
-/// feed's name, how many it lists, and the path at each place in its list.
+/// feed's name, how many it lists, and the path at each place in its list — nil where the
+/// resource has no string of its own to share (a path read from its URL's text,
+/// `Resource.pathIsShared`: a row's key then makes one of the row's bytes).
 public struct ListedFeedPaths: Sendable {
     public let feed: String
     public let count: Int
-    public let path: @Sendable (Int) -> String
+    public let path: @Sendable (Int) -> String?
 
-    public init(feed: String, count: Int, path: @escaping @Sendable (Int) -> String) {
+    public init(feed: String, count: Int, path: @escaping @Sendable (Int) -> String?) {
         self.feed = feed
         self.count = count
         self.path = path

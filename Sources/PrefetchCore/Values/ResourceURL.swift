@@ -24,6 +24,8 @@ public struct ResourceURL: Sendable, Hashable, CustomStringConvertible {
     public var path: String {
         pathEnd > pathStart ? slice(Int(pathStart)..<Int(pathEnd)) : "/"
     }
+    /// Where the path is in `text`'s UTF-8 bytes (empty when the URL has none).
+    var pathBytes: Range<Int> { Int(pathStart)..<Int(pathEnd) }
     /// The query without `?`, if any.
     public var query: String? {
         hasQuery ? slice(Int(pathEnd) + 1..<Int(queryEnd)) : nil
