@@ -250,13 +250,11 @@ struct SharedPath: Sendable, Equatable {
         let count = path.utf8.count
         guard count > 15, url.text.utf8.count <= Int(UInt16.max) else { return }
         var path = path, text = url.text
+        let pathEnd = url.pathBytes.upperBound
         let found: Int? = text.withUTF8 { text in
             path.withUTF8 { path in
-                for end in [url.pathBytes.upperBound, text.count] where end >= count
-                    && memcmp(text.baseAddress! + (end - count), path.baseAddress!, count) == 0 {
-                    return end - count
-                }
-                return nil
+                func endsAt(_ end: Int) -> Bool { end >= count && memcmp(text.baseAddress! + (end - count), path.baseAddress!, count) == 0 }
+                return endsAt(pathEnd) ? pathEnd - count : endsAt(text.count) ? text.count - count : nil
             }
         }
         if let found { (start, end) = (UInt16(found), UInt16(found + count)) }
