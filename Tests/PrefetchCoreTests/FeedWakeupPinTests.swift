@@ -100,7 +100,7 @@ import Testing
 
     /// The rule pinned here, as `status` and the metrics call it.
     static func perFeed(_ plan: Plan) -> Instant? {
-        plan.feeds[0].nextWakeup(at: plan.now)
+        plan.feeds[0].nextScheduledWork(at: plan.now)
     }
 
     @Test(arguments: pins)
