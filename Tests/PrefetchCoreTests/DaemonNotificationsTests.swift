@@ -131,4 +131,23 @@ import Testing
         #expect(DaemonNotifications.idleLine(next: Instant(seconds: 1_796_002_804), placed: 0, fresh: 0, failed: 1, paused: 0, held: 40, clock: Self.berlin)
             == "idle, next wake-up Mon 2026-11-30 02:40:04 +01:00 · last pass: 0 placed, 0 fresh, 1 failed, 0 paused, 40 held")
     }
+
+    /// The why goes right after the time (issue 36), before the last pass and an error; with
+    /// nothing scheduled the line is as it was; the same time and why is not sent again.
+    @Test func theIdleLineSaysWhy() {
+        let next = Instant(seconds: 1_796_002_804)  // Mon 2026-11-30 02:40:04 +01:00
+        #expect(DaemonNotifications.idleLine(next: next, why: "release of lobby", placed: 1, fresh: 0, failed: 1, paused: 0, held: 0, clock: Self.berlin)
+            == "idle, next wake-up Mon 2026-11-30 02:40:04 +01:00 (release of lobby) · last pass: 1 placed, 0 fresh, 1 failed, 0 paused")
+        #expect(DaemonNotifications.idleLine(next: nil, why: "release of lobby", placed: 0, fresh: 0, failed: 0, paused: 0, held: 0, clock: Self.berlin)
+            == "idle, nothing scheduled, conditions re-checked every minute · last pass: 0 placed, 0 fresh, 0 failed, 0 paused")
+        let sent = Self.play([
+            (0, .passStarted), (0.1, .passEnded(nextWakeup: next, why: "release of lobby", error: "cannot write the metrics file x: EACCES")),
+            (60, .passEnded(nextWakeup: next, why: "release of lobby", error: "cannot write the metrics file x: EACCES")),
+            (120, .passEnded(nextWakeup: next, why: "window of lobby opens")),
+        ]).map(\.1)
+        let idle = "STATUS=idle, next wake-up Mon 2026-11-30 02:40:04 +01:00"
+        #expect(sent == ["STATUS=running a pass",
+                         idle + " (release of lobby) · last pass: 0 placed, 0 fresh, 0 failed, 0 paused · error: cannot write the metrics file x: EACCES",
+                         idle + " (window of lobby opens) · last pass: 0 placed, 0 fresh, 0 failed, 0 paused"])
+    }
 }

@@ -543,7 +543,7 @@ import TestSupport
         #expect(items["c.bin"]?.status == .due)
         let onlyHeld = Planner.plan(PlanInput(feeds: [Self.feed("refresh: 1h\nresources:\n  - url: https://down.example/a.bin\n")], state: state,
                                               cached: CachedFiles(), conditions: ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test"), now: now, machineID: nil))
-        #expect(RunPass.nextWakeup(onlyHeld, recheck: 60) == until, "the daemon does not wake when the hold ends")
+        #expect(DaemonWakeup.ofPlan(onlyHeld, recheck: 60)?.at == until, "the daemon does not wake when the hold ends")
         let later = Planner.plan(PlanInput(feeds: [feed], state: state, cached: CachedFiles(), conditions: ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test"),
                                            now: until, machineID: nil))
         #expect(later.feeds[0].items.first { $0.path == "a.bin" }?.status == .due)
@@ -557,10 +557,10 @@ import TestSupport
         let onBattery = Planner.plan(PlanInput(feeds: [waiting], state: StateSnapshot(), cached: CachedFiles(),
                                                conditions: ConditionSnapshot(onAC: false, batteryLevel: 90), now: now, machineID: nil))
         #expect(onBattery.feeds.first?.items.first?.status == .waiting)
-        #expect(RunPass.nextWakeup(onBattery, recheck: 60) == now.advanced(bySeconds: 60))
+        #expect(DaemonWakeup.ofPlan(onBattery, recheck: 60)?.at == now.advanced(bySeconds: 60))
         let onMains = Planner.plan(PlanInput(feeds: [waiting], state: StateSnapshot(), cached: CachedFiles(),
                                              conditions: ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test"), now: now, machineID: nil))
         #expect(onMains.feeds.first?.items.first?.status == .due)
-        #expect(RunPass.nextWakeup(onMains, recheck: 60) == now)
+        #expect(DaemonWakeup.ofPlan(onMains, recheck: 60)?.at == now)
     }
 }

@@ -14,9 +14,13 @@ import TestSupport
         return (Planner.plan(PlanInput(feeds: [feed], conditions: conditions, now: at(now))), feed)
     }
 
+    /// The wake-up as a full pass makes it (`RunPass`): the plan's, the removed feed's grace
+    /// end (a feed named `gone`), the first `expires`.
     static func rest(_ plan: Plan, _ feed: Feed, feedRemoval: Instant? = nil) -> RestCheck? {
-        RestCheck.after(plan, feeds: [feed], state: none, cache: CacheStamp(), nextWakeup: RunPass.nextWakeup(plan, recheck: 60),
-                        wake: ConditionWake(plan, feeds: [feed]), feedRemoval: feedRemoval)
+        let pass = DaemonWakeup.PassTimes(plan: DaemonWakeup.ofPlan(plan, recheck: 60),
+                                          removedFeeds: feedRemoval.map { [RemovedFeeds.Grace(feed: "gone", ends: $0)] } ?? [],
+                                          expiry: DaemonWakeup.firstExpiry([feed], after: plan.now))
+        return RestCheck.after(plan, state: none, cache: CacheStamp(), wakeup: DaemonWakeup.next(pass), wake: ConditionWake(plan, feeds: [feed]))
     }
 
     /// Work to do now, or work that waits on a condition (whose change no clock announces),
@@ -48,7 +52,26 @@ import TestSupport
         let graceEnd = Self.at("2026-11-30T13:00:00Z")
         #expect(try #require(Self.rest(plan, feed, feedRemoval: graceEnd)).until == graceEnd)
         #expect(RemovedFeeds.decide(recorded: ["gone": .some(Self.at("2026-11-29T13:00:00Z")), "f": nil], listed: ["f"],
-                                    now: Self.at("2026-11-30T12:00:00Z"), grace: TimeSpan(seconds: 2 * 86_400)).next
-                == Self.at("2026-12-01T13:00:00Z"))
+                                    now: Self.at("2026-11-30T12:00:00Z"), grace: TimeSpan(seconds: 2 * 86_400)).graces
+                == [RemovedFeeds.Grace(feed: "gone", ends: Self.at("2026-12-01T13:00:00Z"))])
+    }
+
+    /// A rest keeps the wake-up its pass said, why included: each resting pass tells it again
+    /// (STATUS=), and the rest ends at it, whichever input it came from.
+    @Test func aRestKeepsItsWhy() throws {
+        let yaml = "name: f\ntimezone: UTC\nwindow: \"01:00-05:00\"\nresources:\n  - url: https://e.com/a.bin\n    expires: 2026-11-30T18:00:00Z\n"
+        let (plan, feed) = Self.plan(yaml, now: "2026-11-30T12:00:00Z")
+        let expiring = try #require(Self.rest(plan, feed))
+        #expect(expiring.wakeup == DaemonWakeup(at: Self.at("2026-11-30T18:00:00Z"), why: .expires(ResourceKey(feed: "f", path: "a.bin"))))
+        let graceEnd = Self.at("2026-11-30T13:00:00Z")
+        let removing = try #require(Self.rest(plan, feed, feedRemoval: graceEnd))
+        #expect(removing.wakeup == DaemonWakeup(at: graceEnd, why: .removedFeedGrace(feed: "gone")) && removing.until == graceEnd)
+        // Without either: the window's opening (the row's next; the next release, 02:30, is later).
+        let (closed, closedFeed) = Self.plan(PlannerTests.nightly, now: "2026-11-30T12:00:00+01:00")
+        let window = try #require(Self.rest(closed, closedFeed))
+        #expect(window.wakeup == DaemonWakeup(at: Self.at("2026-12-01T01:00:00+01:00"), why: .windowOpens(feed: "f")))
+        // A resting pass hands the same wake-up on.
+        let resting = DaemonWakeup.next(DaemonWakeup.PassTimes(plan: window.wakeup))
+        #expect(resting == window.wakeup)
     }
 }

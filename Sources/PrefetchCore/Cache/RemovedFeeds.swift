@@ -12,9 +12,15 @@ enum RemovedFeeds {
         var back: [String] = []
         /// Gone for the whole grace: folder and state go.
         var remove: [String] = []
-        /// When a feed noticed before and still gone has been gone for the whole grace (the
-        /// daemon at rest plans again then: `RestCheck`).
-        var next: Instant?
+        /// Each feed noticed before and still gone, and when its grace ends: the daemon wakes
+        /// then (`DaemonWakeup`), at rest too.
+        var graces: [Grace] = []
+    }
+
+    /// A removed feed in its grace, and when the grace ends.
+    struct Grace: Equatable, Sendable {
+        var feed: String
+        var ends: Instant
     }
 
     static func decide(recorded: [String: Instant?], listed: Set<String>, now: Instant, grace: TimeSpan) -> Decision {
@@ -24,7 +30,7 @@ enum RemovedFeeds {
             if listed.contains(feed) {
                 if since != nil { decision.back.append(feed) }
             } else if let since {
-                if now >= since + grace { decision.remove.append(feed) } else { decision.next = min(decision.next ?? since + grace, since + grace) }
+                if now >= since + grace { decision.remove.append(feed) } else { decision.graces.append(Grace(feed: feed, ends: since + grace)) }
             } else {
                 decision.notice.append(feed)
             }

@@ -2,8 +2,9 @@ import Foundation
 
 /// `prefetch daemon`: holds the cache lock for its lifetime and does what `run` does at
 /// every wake-up — the next release, window opening, backoff end or embargo, and at least
-/// once a minute to re-check conditions. SIGTERM/SIGINT: pause transfers resumably, exit 0.
-/// SIGHUP: reload the feeds (a broken reload keeps the previous ones). SIGUSR1: run now.
+/// once a minute to re-check conditions (when, and why: `DaemonWakeup`, the one rule).
+/// SIGTERM/SIGINT: pause transfers resumably, exit 0. SIGHUP: reload the feeds (a broken
+/// reload keeps the previous ones). SIGUSR1: run now.
 /// What to do when is `DaemonStateMachine`'s; this file does it. Under systemd
 /// (`NOTIFY_SOCKET`) it tells what it does through `SystemdNotifier` (SPEC §6). One
 /// `ConditionMonitor` keeps the readings for the daemon's life; a change that unblocks
@@ -51,6 +52,8 @@ enum DaemonCommand {
         /// Left by the last pass when it changed nothing and nothing was due or waiting: while it
         /// holds, a pass only probes (`RestingPass`). SIGUSR1, SIGHUP and feed sources plan in full.
         var rest: RestCheck?
+        /// The zone the journal's wake-up times are said in (as STATUS= says them).
+        let localClock = ZoneClock(TimeZone.current)
         console.out("prefetch daemon: \(feeds.count) feed\(feeds.count == 1 ? "" : "s") from \(config.feeds), cache \(config.cache)\n")
 
         var machine = DaemonStateMachine()
@@ -98,13 +101,16 @@ enum DaemonCommand {
                 wake = outcome.wake
                 // The daemon wakes for the next source that comes due, too.
                 let checker = SourceCheck(config: config, environment: settings.environment, console: console, machineID: settings.machineID?.usableValue)
-                let nextWakeup = [outcome.nextWakeup, checker.nextDue(config.feedSources, state: session.state, now: settings.now())]
-                    .compactMap { $0 }.min()
+                let wakeup = DaemonWakeup.next(outcome.wakeup, sources: checker.dues(config.feedSources, state: session.state, now: settings.now()))
                 _ = deliverSignals()  // remembered by the machine until the pass's end, just told
-                action = machine.handle(.passEnded(nextWakeup: nextWakeup, at: settings.now()))
+                action = machine.handle(.passEnded(nextWakeup: wakeup?.at, at: settings.now()))
                 let errors = ([outcome.metricsError] + problems.map(Optional.some)).compactMap { $0 }
                 if case .sleep = action {
-                    notifier.tell(.passEnded(nextWakeup: nextWakeup, error: errors.isEmpty ? nil : errors.joined(separator: "; ")))
+                    notifier.tell(.passEnded(nextWakeup: wakeup?.at, why: wakeup?.why.text, error: errors.isEmpty ? nil : errors.joined(separator: "; ")))
+                    // After the pass's `run:` line, when and why the next comes (a pass that did nothing prints nothing).
+                    if outcome.reported {
+                        console.out("prefetch daemon: " + DaemonWakeup.line(at: wakeup?.at, why: wakeup?.why.text, clock: localClock) + "\n")
+                    }
                 }
             case .reloadFeeds:
                 notifier.tell(.reloading)

@@ -51,7 +51,7 @@ enum StatusCommand {
             }
             let feedState = snapshot.feeds[feed.name]
             let lastSuccess = feedState?.lastSuccess ?? feed.resources.compactMap { snapshot.resources[ResourceKey(feed: feed.name, path: $0.path)]?.lastSuccess }.max()
-            let nextWakeup = feedPlan.nextWakeup(at: now)
+            let nextWakeup = feedPlan.nextScheduledWork(at: now)  // the per-feed rule, not the daemon's (`DaemonWakeup`)
             let clock = feedPlan.clock
             // Starvation (SPEC §6): windows missed in a row while a release was pending.
             let starvation = Starvation.count(feed, snapshot: snapshot, machineID: settings.machineID?.usableValue, now: now)

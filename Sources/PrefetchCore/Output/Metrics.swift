@@ -13,7 +13,8 @@ enum Metrics {
         var transfers: [String: UInt64]
         var bodyBytes: UInt64
         var lastSuccess: Instant?
-        var nextWakeup: Instant?
+        /// `FeedPlan.nextScheduledWork(at:)`: `prefetch_next_wakeup_timestamp_seconds`.
+        var nextScheduledWork: Instant?
         var missedWindows: Int
         var starved: Bool
         var releaseComplete: Bool
@@ -50,7 +51,7 @@ enum Metrics {
         family("prefetch_last_success_timestamp_seconds", "gauge", "When the feed last finished a release (Unix time).",
                feeds.compactMap { f in f.lastSuccess.map { (feed(f), seconds($0)) } })
         family("prefetch_next_wakeup_timestamp_seconds", "gauge", "When the feed next has something to do (Unix time).",
-               feeds.compactMap { f in f.nextWakeup.map { (feed(f), seconds($0)) } })
+               feeds.compactMap { f in f.nextScheduledWork.map { (feed(f), seconds($0)) } })
         family("prefetch_missed_windows", "gauge", "Windows missed in a row since the feed last finished a release.",
                feeds.map { (feed($0), String($0.missedWindows)) })
         family("prefetch_starved", "gauge", "1 when the missed windows reached starved_after.", feeds.map { (feed($0), $0.starved ? "1" : "0") })

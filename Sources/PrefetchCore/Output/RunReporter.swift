@@ -318,8 +318,10 @@ final class RunReporter {
 
     /// The pass's last line (SPEC §7): placed, fresh (304), failed, held (resources held with
     /// their origins), pruned and paused; in JSON the same figures (`held` and `pruned` after
-    /// the fields it always had).
-    func summary(_ summary: EngineSummary, seconds: Double, exit: ExitCode, notDue: Int) {
+    /// the fields it always had). Returns whether it printed one (a daemon pass that did
+    /// nothing prints nothing).
+    @discardableResult
+    func summary(_ summary: EngineSummary, seconds: Double, exit: ExitCode, notDue: Int) -> Bool {
         for (_, failures) in heldFailures.sorted(by: { $0.key < $1.key }) {
             for (key, message, retryAt) in failures { failedLine(key, message, retryAt) }
         }
@@ -327,7 +329,7 @@ final class RunReporter {
         flush()
         clearBlock()
         if silentWhenIdle, summary.placed + summary.fresh + summary.failed + summary.held + summary.pruned + summary.paused == 0,
-           !summary.diskFull { return }
+           !summary.diskFull { return false }
         if mode == .json {
             var line = JSONObject()
             line.add("type", "summary")
@@ -337,13 +339,14 @@ final class RunReporter {
             line.add("disk_full", summary.diskFull); line.add("exit", Int64(exit.rawValue))
             line.add("held", Int64(summary.held)); line.add("pruned", Int64(summary.pruned))
             console.out(line.line + "\n")
-            return
+            return true
         }
-        if quiet && summary.failed == 0 && summary.held == 0 && !summary.diskFull { return }
+        if quiet && summary.failed == 0 && summary.held == 0 && !summary.diskFull { return false }
         var text = "run: \(summary.placed) placed, \(summary.fresh) fresh (304), \(summary.failedAlone) failed, \(summary.held) held, "
             + "\(summary.pruned) pruned, \(summary.paused) paused"
         text += "; \(ByteSize.format(summary.bodyBytes)) in \(DecimalText.oneDecimal(seconds))s"
         if notDue > 0 { text += "; \(notDue) not due now (see prefetch plan)" }
         console.out(text + "\n")
+        return true
     }
 }

@@ -294,16 +294,3 @@ public struct PlanInput: Sendable {
         self.bootID = bootID
     }
 }
-
-extension FeedPlan {
-    /// When the feed next has something to do: now when work is due, else the earliest
-    /// retry, window, embargo's end or release after now (`status`, the metrics).
-    public func nextWakeup(at now: Instant) -> Instant? {
-        var earliest: Instant?
-        for item in items.allValues {
-            if item.status == .due { return now }
-            if let next = item.next, next > now, earliest.map({ next < $0 }) ?? true { earliest = next }
-        }
-        return ([earliest].compactMap { $0 } + nextReleases).filter { $0 > now }.min()
-    }
-}

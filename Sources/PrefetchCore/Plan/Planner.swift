@@ -11,6 +11,12 @@ public enum Planner {
     /// such a feed idle, until the clock caught up.
     public static let clockSlack: Int64 = 3600
 
+    /// Reasons of `deferred` and `backoff` rows whose `next` the daemon's wake-up tells
+    /// apart (`DaemonWakeup.Why`), as `CacheBudget.cacheFullReason` is for the cap.
+    static let embargoReason = "embargo"
+    static let jitterReason = "jitter"
+    static let originHeldPrefix = "origin held: "
+
     /// `time`, unless it lies more than `clockSlack` ahead of `now`; then `replacement`.
     static func believed(_ time: Instant?, now: Instant, else replacement: Instant?) -> Instant? {
         guard let time, time > now.advanced(bySeconds: clockSlack) else { return time }
@@ -105,7 +111,7 @@ public enum Planner {
         let blocked = conditionBlocks(feed, conditions: input.conditions, state: input.state, now: now, clock: timing.clock)
         // Per feed, not per resource: the next opportunity and why the window is shut.
         let nextOpportunity = timing.opportunity(atOrAfter: max(now, gate ?? now))
-        let closedReason = open == nil ? (timing.inWindowJitter(at: now) ? "jitter" : "window closed") : ""
+        let closedReason = open == nil ? (timing.inWindowJitter(at: now) ? jitterReason : "window closed") : ""
         // Due work's window end, and the opening after it: the feed's, the same for each row.
         let windowEnd = open.flatMap { $0.close == Int64.max ? nil : Instant(seconds: $0.close) }
         let openingAfter = windowEnd.flatMap { timing.opportunity(atOrAfter: $0) }
@@ -196,7 +202,7 @@ public enum Planner {
             let earliest = max(now, gate ?? now, resource.notBefore ?? now)
             if let notBefore = resource.notBefore, notBefore > now {
                 item.status = .deferred
-                item.reason = "embargo"
+                item.reason = embargoReason
                 item.next = timing.opportunity(atOrAfter: earliest)
             } else if open == nil {
                 item.status = .deferred
@@ -204,7 +210,7 @@ public enum Planner {
                 item.next = nextOpportunity
             } else if let gate, gate > now {
                 item.status = .deferred
-                item.reason = "jitter"
+                item.reason = jitterReason
                 item.next = nextOpportunity
             } else if let block = blocked.first(where: { !$0.ok }) {
                 item.status = .waiting
@@ -230,7 +236,7 @@ public enum Planner {
             if !input.state.originHolds.isEmpty, item.status == .due || item.status == .waiting,
                let hold = Self.hold(of: resource, state: state, holds: input.state.originHolds, now: now) {
                 item.status = .backoff
-                item.reason = "origin held: \(hold.reason)"
+                item.reason = originHeldPrefix + hold.reason
                 item.next = min(hold.until, now + feed.retry.maxBackoff)
                 item.windowEnd = nil
             }

@@ -9,7 +9,8 @@ import Foundation
 ///   lock` meanwhile.
 /// - `STATUS=` one line: what the pass is transferring (at most every `statusInterval` while
 ///   the figures change, at once when the set of files does), and between passes the next
-///   wake-up and what the last pass did. The same line is never sent twice in a row.
+///   wake-up and why (`DaemonWakeup`) and what the last pass did. The same line is never sent
+///   twice in a row.
 /// - `STOPPING=1` once, when a stop signal was seen.
 /// - `WATCHDOG=1` every half of the watchdog's timeout, on any event that comes when one is
 ///   due. Liveness is what calls in: the transfer loop, the lock wait, the sleep and the
@@ -23,9 +24,10 @@ struct DaemonNotifications: Sendable {
         case passStarted
         /// A transfer event of the running pass.
         case transfer(RunEvent)
-        /// The pass ended; the plan's next wake-up, and an error of the pass that the status
-        /// keeps saying until a pass without it (the metrics file could not be written).
-        case passEnded(nextWakeup: Instant?, error: String? = nil)
+        /// The pass ended; the next wake-up and why (`DaemonWakeup.Why.text`), and an error of
+        /// the pass that the status keeps saying until a pass without it (the metrics file
+        /// could not be written).
+        case passEnded(nextWakeup: Instant?, why: String? = nil, error: String? = nil)
         /// Idle again after verifying: the last pass's line once more.
         case idleAgain
         case reloading
@@ -47,6 +49,7 @@ struct DaemonNotifications: Sendable {
     private var stopping = false
     private var pass = PassFigures()
     private var nextWakeup: Instant?
+    private var nextWhy: String?
     private var passError: String?
     /// The files of the last transfer line sent, to tell a new set from new figures.
     private var lastTransferring: [ResourceKey] = []
@@ -78,8 +81,9 @@ struct DaemonNotifications: Sendable {
             lines += status("running a pass", at: monotonic)
         case .transfer(let runEvent):
             lines += transfer(runEvent, at: monotonic)
-        case .passEnded(let next, let error):
+        case .passEnded(let next, let why, let error):
             nextWakeup = next
+            nextWhy = why
             passError = error
             lines += status(idleLine, at: monotonic)
         case .idleAgain:
@@ -145,8 +149,8 @@ struct DaemonNotifications: Sendable {
     }
 
     private var idleLine: String {
-        Self.idleLine(next: nextWakeup, placed: pass.placed, fresh: pass.fresh, failed: pass.failed, paused: pass.paused, held: pass.held,
-                      clock: clock) + (passError.map { " · error: " + $0 } ?? "")
+        Self.idleLine(next: nextWakeup, why: nextWhy, placed: pass.placed, fresh: pass.fresh, failed: pass.failed, paused: pass.paused,
+                      held: pass.held, clock: clock) + (passError.map { " · error: " + $0 } ?? "")
     }
 
     /// `transferring 3: lobby/intro.mp4 225MiB of 700MiB (32%), 4MiB/s, ETA 2m; lobby/a.png connecting; 1 more · 2 placed, 0 fresh, 0 failed`
@@ -158,10 +162,11 @@ struct DaemonNotifications: Sendable {
         return "transferring \(transferring.count): " + files.joined(separator: "; ") + " · " + tally
     }
 
-    /// `idle, next wake-up Mon 2026-11-30 02:40:04 +01:00 · last pass: 2 placed, 1 fresh, 0 failed, 0 paused`
-    static func idleLine(next: Instant?, placed: Int, fresh: Int, failed: Int, paused: Int, held: Int, clock: ZoneClock) -> String {
-        let wake = next.map { "next wake-up " + TimeFormat.local($0, clock: clock, withUTC: false) }
-            ?? "nothing scheduled, conditions re-checked every minute"
+    /// `idle, next wake-up Mon 2026-11-30 02:40:04 +01:00 (release of lobby) · last pass: 2 placed, 1 fresh, 0 failed, 0 paused`:
+    /// the why right after the time (the line's end is the last pass's, and an error's).
+    static func idleLine(next: Instant?, why: String? = nil, placed: Int, fresh: Int, failed: Int, paused: Int, held: Int,
+                         clock: ZoneClock) -> String {
+        let wake = DaemonWakeup.line(at: next, why: why, clock: clock)
         var tally = "\(placed) placed, \(fresh) fresh, \(failed) failed, \(paused) paused"
         if held > 0 { tally += ", \(held) held" }
         return "idle, \(wake) · last pass: \(tally)"

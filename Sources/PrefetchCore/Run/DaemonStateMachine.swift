@@ -1,7 +1,7 @@
 /// The daemon's life (SPEC §2), in the shape of swift-service-lifecycle's `ServiceGroup`: a
 /// private state, events in, one action out, and nothing else — no clock, no signals, no
 /// I/O — so it is tested event by event (`DaemonStateMachineTests`). `DaemonCommand` feeds it:
-/// a pass's end with the plan's next wake-up, a timer that fired, a signal.
+/// a pass's end with the next wake-up (`DaemonWakeup`), a timer that fired, a signal.
 ///
 ///     idle ─started→ running ─passEnded→ sleeping(until) ─timer at until→ running …
 ///                    running ─SIGTERM/SIGINT→ stopping ─passEnded→ stopped
@@ -11,9 +11,9 @@
 /// A pass (planning and transferring) runs to its end; signals that arrive meanwhile are told
 /// to the machine as they are, and it acts on them when the pass ends: SIGTERM stops (the
 /// pass itself pauses its transfers resumably), SIGHUP reloads, SIGUSR1 runs again at once.
-/// A sleep ends at the next event the plan knows of (a release, a window opening, a retry,
-/// an embargo's end, a condition's re-check) and lasts at most `idleWakeup`, never less than
-/// `minimumSleep`; the driver may wake it early to look at the clock again (a clock set
+/// When the next wake-up is, and why, is `DaemonWakeup`'s to decide; this machine only clamps
+/// it: a sleep lasts at most `idleWakeup`, never less than `minimumSleep` (none given: the
+/// longest). The driver may wake it early to look at the clock again (a clock set
 /// forward), which runs a pass only once the moment has come. A probe's change that
 /// unblocks waiting work (`ConditionWake`, decided by the driver) ends a sleep at once.
 struct DaemonStateMachine: Sendable {
@@ -23,7 +23,7 @@ struct DaemonStateMachine: Sendable {
 
     enum Event: Sendable, Equatable {
         case started(at: Instant)
-        /// A pass ended; the plan made after it says when there is next something to do.
+        /// A pass ended; `nextWakeup`: `DaemonWakeup.next`'s instant (nil: nothing scheduled).
         case passEnded(nextWakeup: Instant?, at: Instant)
         /// The feeds were read again (a broken reload keeps the previous ones).
         case reloaded(at: Instant)
@@ -63,7 +63,7 @@ struct DaemonStateMachine: Sendable {
 
     /// The daemon plans at least this often, whatever the plan says: conditions (network,
     /// power, free space) are probed again, and a clock that was set is noticed.
-    static let idleWakeup: Int64 = RunPass.recheckSeconds
+    static let idleWakeup: Int64 = 60
     /// At least this long between passes: a plan that says "now" again (work left that the
     /// pass could not do, such as a full disk) does not make a busy loop.
     static let minimumSleep: Int64 = 1
@@ -105,6 +105,7 @@ struct DaemonStateMachine: Sendable {
                 state = .running(then: Then())
                 return .runPass
             }
+            // The clamp: the wake-up itself is decided before (`DaemonWakeup`).
             let earliest = now.advanced(bySeconds: Self.minimumSleep)
             let latest = now.advanced(bySeconds: Self.idleWakeup)
             let until = min(max(next ?? latest, earliest), latest)

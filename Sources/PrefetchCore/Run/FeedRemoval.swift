@@ -3,12 +3,12 @@
 enum FeedRemoval {
     /// Lines for people: what was noticed, kept or removed; `dryRun` changes nothing.
     static func apply(listed feeds: [Feed], cache: CacheFolder, state: StateStore, now: Instant, grace: TimeSpan,
-                      dryRun: Bool) -> (lines: [String], errors: [String], next: Instant?) {
+                      dryRun: Bool) -> (lines: [String], errors: [String], graces: [RemovedFeeds.Grace]) {
         var lines: [String] = []
         var errors: [String] = []
         let recorded: [String: Instant?]
         do { recorded = try state.recordedFeeds() } catch {
-            return ([], ["cannot read \(state.path): \(error)"], nil)
+            return ([], ["cannot read \(state.path): \(error)"], [])
         }
         let decision = RemovedFeeds.decide(recorded: recorded, listed: Set(feeds.map(\.name)), now: now, grace: grace)
         let utc = ZoneClock(TimeZone(identifier: "UTC")!)
@@ -34,7 +34,7 @@ enum FeedRemoval {
                 errors.append("cannot remove \(cache.path)/\(feed): \(error)")
             }
         }
-        return (lines, errors, decision.next)
+        return (lines, errors, decision.graces)
     }
 }
 

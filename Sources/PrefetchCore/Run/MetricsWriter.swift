@@ -49,7 +49,7 @@ enum MetricsWriter {
                 name: feed.name, files: files, bytes: bytes,
                 transfers: Dictionary(uniqueKeysWithValues: Metrics.results.map { ($0, feedCounts["transfers_" + $0] ?? 0) }),
                 bodyBytes: feedCounts["body_bytes"] ?? 0, lastSuccess: snapshot.feeds[feed.name]?.lastSuccess,
-                nextWakeup: feedPlan.nextWakeup(at: now), missedWindows: missed, starved: missed >= settings.config.starvedAfter,
+                nextScheduledWork: feedPlan.nextScheduledWork(at: now), missedWindows: missed, starved: missed >= settings.config.starvedAfter,
                 releaseComplete: ReaderIndex.isComplete(feed, plan: feedPlan, state: snapshot, cached: cached)))
         }
         let origins = everHeld.map { (origin: $0, held: snapshot.originHolds[$0] != nil) }

@@ -9,27 +9,29 @@
 /// A plan is at rest only when none of its rows is `due` or `waiting` and every `deferred`
 /// one says when it ends: then the conditions cannot change a row (they only decide between
 /// `waiting` and `due`), and everything else that moves a row — a release, a window, a
-/// backoff's end, an embargo, a copy turning stale — is a time `nextWakeup` already holds.
-/// An `expires`, a partial's 7 days (`gc`'s clean-up) and a removed feed's grace are times
-/// too: `until` holds the earliest. Anything written to state.db (by this process or another) changes its stamp,
+/// backoff's end, an embargo, a copy turning stale — is a time the plan's wake-up weighs.
+/// An `expires` and a removed feed's grace are times of the wake-up too (`DaemonWakeup`),
+/// so the rest ends at the wake-up; a partial's 7 days (`gc`'s clean-up) end it as well.
+/// Anything written to state.db (by this process or another) changes its stamp,
 /// and a file deleted, planted or renamed in the cache changes a folder's (`CacheStamp`).
 struct RestCheck {
     let state: StateStore.ChangeStamp
     let cache: CacheStamp
     /// The plan's moment; a clock set back before it plans again.
     let plannedAt: Instant
-    /// The first moment a pass could differ (the plan's next wake-up, an `expires`).
-    let until: Instant?
-    /// What the pass said: told again by each pass that rests on it.
-    let nextWakeup: Instant?
+    /// What the pass said (when and why): told again by each pass that rests on it.
+    let wakeup: DaemonWakeup?
     let wake: ConditionWake?
+
+    /// The first moment a pass could differ: the wake-up's.
+    var until: Instant? { wakeup?.at }
 
     /// The check a pass leaves: nil unless its plan is at rest. `state` and `cache`: the
     /// stamps taken before the pass read anything (a pass that wrote leaves a stamp that
     /// no longer holds, so the next pass plans again, and rests only if that one changed nothing).
-    /// `feedRemoval`: when a removed feed's grace ends (`RemovedFeeds`), another time.
-    static func after(_ plan: Plan, feeds: [Feed], state: StateStore.ChangeStamp, cache: CacheStamp, nextWakeup: Instant?,
-                      wake: ConditionWake?, feedRemoval: Instant? = nil) -> RestCheck? {
+    /// `wakeup`: the pass's (`DaemonWakeup.next`; a daemon with feed sources keeps no rest).
+    static func after(_ plan: Plan, state: StateStore.ChangeStamp, cache: CacheStamp, wakeup: DaemonWakeup?,
+                      wake: ConditionWake?) -> RestCheck? {
         for feedPlan in plan.feeds {
             for item in feedPlan.items.allValues {
                 switch item.status {
@@ -39,13 +41,7 @@ struct RestCheck {
                 }
             }
         }
-        var until = [nextWakeup, feedRemoval].compactMap { $0 }.min()
-        for feed in feeds {
-            for resource in feed.resources {
-                if let expires = resource.expires, expires > plan.now, until.map({ expires < $0 }) ?? true { until = expires }
-            }
-        }
-        return RestCheck(state: state, cache: cache, plannedAt: plan.now, until: until, nextWakeup: nextWakeup, wake: wake)
+        return RestCheck(state: state, cache: cache, plannedAt: plan.now, wakeup: wakeup, wake: wake)
     }
 
     /// Whether a pass at `now` (the shifted clock; `realNow` the one mtimes go by) would

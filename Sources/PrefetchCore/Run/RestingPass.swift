@@ -18,7 +18,7 @@ enum RestingPass {
                                                conditions: settings.assumptions.applied(to: monitor.snapshot()),
                                                passSeconds: Date().timeIntervalSince(started), sources: sources, console: console)
         }
-        return RunPass.Outcome(exit: metricsError == nil ? .success : .failure, nextWakeup: rest.nextWakeup, metricsError: metricsError,
-                               wake: rest.wake, rest: rest)
+        return RunPass.Outcome(exit: metricsError == nil ? .success : .failure, wakeup: DaemonWakeup.PassTimes(plan: rest.wakeup),
+                               metricsError: metricsError, wake: rest.wake, rest: rest)
     }
 }

@@ -12,8 +12,8 @@ struct RunPass {
     let state: StateStore
     let console: Console
     var config: Config { settings.config }
-    /// `daemon` needs the plan after the pass to know when to wake; `run` only needs it to
-    /// tell which releases are finished, which it can often tell without it.
+    /// `daemon` needs the plan after the pass to know when to wake (`DaemonWakeup`); `run` only
+    /// needs it to tell which releases are finished, which it can often tell without it.
     var wantsNextWakeup = false
     /// The readings, kept current beside the transfers (the daemon's, for its life); nil:
     /// the pass makes its own and stops it at its end.
@@ -23,15 +23,11 @@ struct RunPass {
     var sources: [SourceStatus] = []
     var coveredSources: Set<String> = []
 
-    /// Work waiting on a condition (power, network, free space, a budget) is re-checked at
-    /// least this often: no clock says when it holds again.
-    static let recheckSeconds: Int64 = 60
-
-    /// How a pass ended, and when there is next something to do; `metricsError`: why the
-    /// metrics file could not be written (the daemon's status says so).
+    /// How a pass ended, and what it knows of when there is next something to do.
     struct Outcome {
         let exit: ExitCode
-        let nextWakeup: Instant?
+        /// The pass's part of the daemon's next wake-up (`DaemonWakeup.next` adds the sources).
+        var wakeup = DaemonWakeup.PassTimes()
         /// Why the metrics file could not be written (the daemon's status says so).
         var metricsError: String? = nil
         /// What changes of the readings unblock work left waiting (with `wantsNextWakeup`).
@@ -39,6 +35,8 @@ struct RunPass {
         /// With `wantsNextWakeup`, when the pass changed nothing and its plan is at rest: what
         /// lets the next passes skip planning while nothing changes (`RestCheck`).
         var rest: RestCheck? = nil
+        /// Whether the pass printed its `run:` summary line (the daemon then says its next wake-up).
+        var reported = false
     }
 
     /// The shifted system clock (`PREFETCH_CLOCK_OFFSET`).
@@ -85,7 +83,7 @@ struct RunPass {
         ReleaseSwitch.lay(feeds, cache: cache, console: console)  // a feed that changed `consistency` first
         // `snapshot` is emptied before state is read again after the transfers: two snapshots
         // of 100,000 records are not held at once.
-        guard case (let plan, var snapshot, let cached)? = makePlan(sweep: true) else { return Outcome(exit: .failure, nextWakeup: nil) }
+        guard case (let plan, var snapshot, let cached)? = makePlan(sweep: true) else { return Outcome(exit: .failure) }
         let planned = try? state.changeStamp()
         /// The pass's own state writes: one that fails is said (once a run, as the engine's
         /// are) and the pass goes on; the files are the truth.
@@ -160,7 +158,7 @@ struct RunPass {
         lastProbe = conditions()  // the plan after the transfers sees the readings now
 
         // Releases with nothing left to do are finished; then the clean-up of `gc`.
-        var nextWakeup: Instant?
+        var wakeup = DaemonWakeup.PassTimes()
         var wake: ConditionWake?
         var changed = summary.changedFeeds
         /// The plan made after the transfers, when one was (reused for the reader indexes).
@@ -192,20 +190,20 @@ struct RunPass {
                 guard timings[feed.name]?.openInterval(at: after.now) != nil, let reason = ReleaseBook.stuckReason(feedPlan) else { continue }
                 recordState { try state.recordMissedReason(feed: feed.name, reason, at: after.now) }
             }
-            nextWakeup = Self.nextWakeup(after, recheck: Self.recheckSeconds)
+            wakeup.plan = DaemonWakeup.ofPlan(after)
+            if wantsNextWakeup { wakeup.expiry = DaemonWakeup.firstExpiry(feeds, after: after.now) }
             wake = ConditionWake(after, feeds: feeds)
             keepPolling = wake?.needsPolling ?? false
             // A release just finished: a feed with neither schedule nor window now has its next
             // release, which the plan made before could not know of.
             if recordState({ try ReleaseBook.finish(after, snapshotAfter, state, at: clock()) }) == true, wantsNextWakeup,
                let (again, _, _) = makePlan() {
-                nextWakeup = Self.nextWakeup(again, recheck: Self.recheckSeconds)
+                wakeup.plan = DaemonWakeup.ofPlan(again)
                 wake = ConditionWake(again, feeds: feeds)
                 keepPolling = wake?.needsPolling ?? false
             }
         }
         var removed = false
-        var nextFeedRemoval: Instant?
         if !stopRequested() {
             let removals = GarbageCollector.collect(feeds: feeds, cache: cache, now: clock(), partialsOf: allFeeds)
             let kept = GarbageCollector.apply(removals)
@@ -222,7 +220,7 @@ struct RunPass {
                                          dryRun: false)
             for line in gone.lines { console.err("prefetch: \(line)\n") }
             for error in gone.errors { console.err("prefetch: error: \(error)\n") }
-            nextFeedRemoval = gone.next
+            wakeup.removedFeeds = gone.graces
         }
         // The reader index of every feed whose files or state changed (and of one that has none
         // yet); a finished release's is written in its generation, which then goes live.
@@ -236,8 +234,7 @@ struct RunPass {
         // A generation just became the previous one: in 60 s it is room for what the cap holds back (SPEC §8).
         if wantsNextWakeup, !switching.isEmpty, (planAfter?.0 ?? plan).cache != nil,
            (planAfter?.0 ?? plan).feeds.contains(where: { $0.items.contains(reason: CacheBudget.cacheFullReason) }) {
-            let soon = clock().advanced(bySeconds: CacheUsage.generationGrace)
-            nextWakeup = min(nextWakeup ?? soon, soon)
+            wakeup.generationSwitch = (at: clock(), feed: switching[0].name)
         }
         let seconds = Date().timeIntervalSince(started)
         if summary.bodyBytes > 0 || summary.placed > 0 {
@@ -269,14 +266,14 @@ struct RunPass {
         let exit: ExitCode = summary.failed > 0 || summary.diskFull || !switched || metricsError != nil || unrecorded || sourcesStale
             ? .failure : .success
         let notDue = plan.feeds.reduce(0) { $0 + $1.items.allValues.count { $0.status != .due && $0.status != .fresh } }
-        reporter.summary(summary, seconds: seconds, exit: exit, notDue: notDue)
+        let reported = reporter.summary(summary, seconds: seconds, exit: exit, notDue: notDue)
         var rest: RestCheck?
         if let (stateBefore, cacheBefore) = stamps, exit == .success, plan.order.isEmpty, !removed, switching.isEmpty, !stopRequested(),
            let (after, _, _) = planAfter, (try? state.changeStamp()) == stateBefore {
-            rest = RestCheck.after(after, feeds: feeds, state: stateBefore, cache: cacheBefore, nextWakeup: nextWakeup, wake: wake,
-                                   feedRemoval: nextFeedRemoval)
+            // No feed sources when a rest is kept (`DaemonCommand`): the pass's part is the whole wake-up.
+            rest = RestCheck.after(after, state: stateBefore, cache: cacheBefore, wakeup: DaemonWakeup.next(wakeup), wake: wake)
         }
-        return Outcome(exit: exit, nextWakeup: nextWakeup, metricsError: metricsError, wake: wake, rest: rest)
+        return Outcome(exit: exit, wakeup: wakeup, metricsError: metricsError, wake: wake, rest: rest, reported: reported)
     }
 
 
@@ -297,22 +294,5 @@ struct RunPass {
             return "battery \(level)% < \(conditions.minBattery)%"
         }
         return nil
-    }
-
-    /// The earliest moment the plan changes on its own: a release, a window opening, a
-    /// backoff's end, an embargo; `recheck` seconds on when work waits on conditions (power,
-    /// network, free space, budget), which no clock announces; now when work is still due.
-    static func nextWakeup(_ plan: Plan, recheck: Int64) -> Instant? {
-        var times: [Instant] = []
-        for feed in plan.feeds {
-            times += feed.nextReleases
-            for item in feed.items.allValues {
-                if let next = item.next { times.append(next) }
-                if item.status == .waiting { times.append(plan.now.advanced(bySeconds: recheck)) }
-                if item.status == .due { times.append(plan.now) }
-            }
-        }
-        if let more = plan.cache?.moreRoomAt { times.append(more) }  // room for what the cap holds back
-        return times.filter { $0 >= plan.now }.min()
     }
 }

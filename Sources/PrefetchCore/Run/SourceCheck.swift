@@ -38,12 +38,13 @@ struct SourceCheck {
                                 holdUntil: hold, now: now)
     }
 
-    /// The earliest moment a source comes due (the daemon wakes for it).
-    func nextDue(_ sources: [FeedSource], state: StateStore, now: Instant) -> Instant? {
-        guard !sources.isEmpty else { return nil }  // no state read for nothing (the daemon at rest keeps no snapshot)
+    /// When each source comes due, in the config's order (the daemon wakes for the first:
+    /// `DaemonWakeup.next`).
+    func dues(_ sources: [FeedSource], state: StateStore, now: Instant) -> [(label: String, due: Instant)] {
+        guard !sources.isEmpty else { return [] }  // no state read for nothing (the daemon at rest keeps no snapshot)
         let states = (try? state.sourceStates()) ?? [:]
         let holds = (try? state.snapshot().originHolds) ?? [:]
-        return sources.map { due($0, states[$0.label], holds: holds, now: now) }.min()
+        return sources.map { (label: $0.label, due: due($0, states[$0.label], holds: holds, now: now)) }
     }
 
     /// Checks the sources that are due (`all`: every one, SIGHUP), in the config's order.

@@ -202,7 +202,12 @@ struct Simulation {
         }
         // 5. The daemon wakes no later than the first moment work is due again. (Work that waits
         // for a condition is rechecked every `recheckSeconds`: no clock says when it holds.)
-        let wake = RunPass.nextWakeup(after, recheck: RunPass.recheckSeconds)
+        let wake = DaemonWakeup.ofPlan(after)?.at
+        // The same instant the rule gave before it said why (issue 36: the old body, kept as the oracle).
+        if wake != DaemonWakeupTests.oldNextWakeup(after, recheck: DaemonWakeup.recheckSeconds) {
+            return "at \(now): DaemonWakeup.ofPlan gives \(wake.map { "\($0)" } ?? "nil"), the old rule "
+                + "\(DaemonWakeupTests.oldNextWakeup(after, recheck: DaemonWakeup.recheckSeconds).map { "\($0)" } ?? "nil"); \(describe(nil))"
+        }
         let horizon: Int64 = 8 * 86_400
         // Only the moments before the wake-up need a look: none of them may have work due.
         for moment in reference.candidates(after: now, items: feed.items, histories: histories, feedHistory: feedHistory, horizon: horizon)
