@@ -116,7 +116,7 @@ import Testing
         let plan = Self.plan(Self.pins[1])
         let value = try #require(Self.perFeed(plan))
         #expect(value == Instant(seconds: 1_796_083_200))
-        #expect(TimeFormat.local(value, clock: plan.feeds[0].clock) == "Tue 2026-12-01 01:00 +01:00 (11-30 00:00 UTC)")
+        #expect(TimeFormat.local(value, clock: plan.feeds[0].clock) == "Tue 2026-12-01 01:00 +01:00 (00:00 UTC)")
         #expect(Metrics.seconds(value) == "1796083200")
         // P1: a due feed's value is the plan's moment, which `status` says as "now (work is due)".
         #expect(Self.perFeed(Self.plan(Self.pins[0])) == Self.at("2026-11-30T03:00:00+01:00"))
