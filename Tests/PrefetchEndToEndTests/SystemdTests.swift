@@ -42,7 +42,12 @@ import PrefetchCore
         #expect(listener.messages.first?.message.hasPrefix("READY=1\nSTATUS=loaded 1 feed") == true, "\(listener.messages)")
         #expect(setup.cached("t/big.bin") == body)
         #expect(idle.line.hasSuffix("· last pass: 1 placed, 0 fresh, 0 failed, 0 paused"), "\(idle.line)")
+        // Why it wakes then: the feed's next release (no schedule, no window: `refresh` after this one finished).
+        #expect(idle.line.hasSuffix(" (release of t) · last pass: 1 placed, 0 fresh, 0 failed, 0 paused"), "\(idle.line)")
         Thread.sleep(forTimeInterval: 2)  // idle: the sleep ends for each ping
+        // The journal says it too, after the pass's `run:` line.
+        let journal = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        #expect(journal.contains(try Regex(#"\nprefetch daemon: next wake-up \w{3} \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d\d:\d\d \(release of t\)\n"#)), "\(journal)")
         let stopAt = Date()
         kill(process.processIdentifier, SIGTERM)
         process.waitUntilExit()
