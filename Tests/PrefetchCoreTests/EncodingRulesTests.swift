@@ -224,7 +224,7 @@ import Testing
         _ = machine.request()
         for line in ["HTTP/1.1 200 OK", "Content-Encoding: gzip", "Content-Length: 4000", ""] { machine.take(line) }
         #expect(machine.decodesBody)
-        #expect(machine.bodyBegins() == .write(restart: false, remaining: nil))
+        #expect(machine.bodyBegins() == .writeBody(restart: false, remaining: nil))
         var taken: UInt64 = 0
         while case .write = machine.bodyChunk(16_384) {
             machine.wrote(16_384)
@@ -244,7 +244,7 @@ import Testing
             _ = machine.request()
             for line in ["HTTP/1.1 200 OK", "Content-Encoding: gzip", ""] { machine.take(line) }
             _ = machine.bodyBegins()
-            var actions: [TransferStateMachine.ChunkAction] = []
+            var actions: [TransferStateMachine.Action] = []
             for _ in 0..<40 {
                 let action = machine.bodyChunk(65_536)
                 actions.append(action)

@@ -11,7 +11,7 @@ import Testing
     typealias Machine = TransferStateMachine
     typealias T = TransferStateMachineTests
 
-    static func end(_ m: inout Machine, cleanly: Bool, connectionFailure: String? = nil, malformed: String? = nil) -> Machine.EndAction {
+    static func end(_ m: inout Machine, cleanly: Bool, connectionFailure: String? = nil, malformed: String? = nil) -> Machine.Action {
         m.ended(cleanly: cleanly, tlsError: false, connectionFailure: connectionFailure, malformed: malformed, describe: { "reset" },
                 redirectURL: { nil }, maxRedirects: 5, now: Date(timeIntervalSince1970: 1_800_000_000))
     }
@@ -134,7 +134,7 @@ import Testing
     /// before it lands (the partial is dropped), as the end would judge it.
     @Test func nothingPastARangesEndIsAppended() {
         var m = T.machine(partial: T.partial(500, total: 1000))
-        #expect(m.resume(trusted: 500) == 500)
+        #expect(m.resume(trusted: 500) == .resume(from: 500))
         _ = m.request()
         T.respond(&m, "HTTP/1.1 206 Partial Content", "Content-Range: bytes 500-599/1000", "ETag: \"v1\"")
         let seen = T.receive(&m, 150)

@@ -30,8 +30,8 @@ import Testing
     /// Writes `count` bytes as libcurl would hand them over (chunks of at most 64 KiB), the
     /// record committed when the machine holds for it; returns the chunk actions seen.
     @discardableResult
-    static func receive(_ machine: inout Machine, _ count: UInt64, commitRecords: Bool = true) -> [Machine.ChunkAction] {
-        var seen: [Machine.ChunkAction] = []
+    static func receive(_ machine: inout Machine, _ count: UInt64, commitRecords: Bool = true) -> [Machine.Action] {
+        var seen: [Machine.Action] = []
         var left = count
         if machine.awaitsBody { _ = machine.bodyBegins() }
         while left > 0 {
@@ -46,11 +46,14 @@ import Testing
                 guard commitRecords else { return seen }
                 machine.recordTaken()
                 let letGo = machine.recordCommittedNow()
-                #expect(letGo)
+                #expect(letGo == .unpause)
             case .drop:
                 #expect(machine.offset == 0 || machine.phase != .receiving, "a dropped chunk is never written")
                 left -= UInt64(chunk)
             case .refuse:
+                return seen
+            default:
+                Issue.record("not a chunk's action: \(action)")
                 return seen
             }
         }
@@ -58,7 +61,7 @@ import Testing
     }
 
     static func end(_ machine: inout Machine, cleanly: Bool = true, tls: Bool = false, redirect: String? = nil,
-                    maxRedirects: Int = 5) -> Machine.EndAction {
+                    maxRedirects: Int = 5) -> Machine.Action {
         machine.ended(cleanly: cleanly, tlsError: tls, describe: { cleanly ? "ok" : "connection reset" }, redirectURL: { redirect },
                       maxRedirects: maxRedirects, now: Date(timeIntervalSince1970: 1_800_000_000))
     }
@@ -66,23 +69,23 @@ import Testing
     @Test func aFreshDownloadIsVerifiedSyncedAndPlaced() {
         var m = Self.machine()
         let request = m.request()
-        #expect(request == Machine.Request(url: "https://e.com/a.bin", sameOrigin: true, rangeFrom: 0, ifRange: nil, revalidating: nil))
+        #expect(request == .send(Machine.Request(url: "https://e.com/a.bin", sameOrigin: true, rangeFrom: 0, ifRange: nil, revalidating: nil)))
         #expect(m.phase == .connecting)
         Self.respond(&m, "HTTP/1.1 200 OK\r\n", "Content-Length: 1000\r\n", "ETag: \"v2\"\r\n", "\r\n")
         let begun = m.bodyBegins()
-        #expect(begun == .write(restart: false, remaining: 1000))
+        #expect(begun == .writeBody(restart: false, remaining: 1000))
         #expect(!m.needsRecord, "a body under 1 MiB is not recorded before it is placed")
         #expect(Self.receive(&m, 1000).allSatisfy { $0 == .write })
         let end = Self.end(&m)
         #expect(end == .digest)
         #expect(m.phase == .verifying)
         let paused = m.pause("stopped")
-        #expect(!paused, "a complete file is not paused")
+        #expect(paused == .nothing, "a complete file is not paused")
         let mismatch = m.digested("abc")
-        #expect(mismatch == nil && m.phase == .syncing)
+        #expect(mismatch == .fsync && m.phase == .syncing)
         let synced = m.fileSynced(.success(()))
         let renamed = m.renamed(nil)
-        #expect(synced == nil && renamed == nil)
+        #expect(synced == .rename && renamed == .recordPlaced)
         #expect(m.phase == .placed && m.partialValidators == Validators(etag: "\"v2\"") && m.offset == 1000)
     }
 
@@ -99,7 +102,7 @@ import Testing
         m.recordTaken()
         #expect(!m.needsRecord)
         let letGo = m.recordCommittedNow()
-        #expect(letGo && m.hold == nil)
+        #expect(letGo == .unpause && m.hold == nil)
         #expect(Self.receive(&m, 2 * Self.mib).allSatisfy { $0 == .write })
         #expect(m.offset == 3 * Self.mib)
     }
@@ -109,13 +112,13 @@ import Testing
     @Test func aResumeAsksForTheRestAndAppendsOnlyAfterTheRecord() {
         var m = Self.machine(partial: Self.partial(400, total: 1000))
         let kept = m.resume(trusted: 500)
-        #expect(kept == 500)
+        #expect(kept == .resume(from: 500))
         #expect(m.syncedOffset == 400, "only what an fsync recorded is durable for certain")
-        let request = m.request()
+        guard case .send(let request) = m.request() else { Issue.record("no request"); return }
         #expect(request.rangeFrom == 500 && request.ifRange == "\"v1\"" && request.revalidating == nil)
         Self.respond(&m, "HTTP/1.1 206 Partial Content", "Content-Range: bytes 500-999/1000", "ETag: \"v1\"")
         let begun = m.bodyBegins()
-        #expect(begun == .write(restart: false, remaining: 500))
+        #expect(begun == .writeBody(restart: false, remaining: 500))
         let first = m.bodyChunk(1)
         #expect(first == .holdForRecord)
         m.recordTaken()
@@ -134,13 +137,13 @@ import Testing
         let before = m.epoch
         Self.respond(&m, "HTTP/1.1 200 OK", "Content-Length: 800", "ETag: \"v1\"")
         let begun = m.bodyBegins()
-        #expect(begun == .write(restart: true, remaining: 800))
+        #expect(begun == .writeBody(restart: true, remaining: 800))
         #expect(m.offset == 0 && m.syncedOffset == 0 && m.epoch == before + 1)
         Self.receive(&m, 600)
         let old = m.synced(500, epoch: before, validators: Validators(etag: "\"v1\""))
-        #expect(!old, "an fsync of the old bytes")
+        #expect(old == .nothing, "an fsync of the old bytes")
         let new = m.synced(600, epoch: m.epoch, validators: Validators(etag: "\"v1\""))
-        #expect(new)
+        #expect(new == .recordSynced)
         #expect(m.syncedOffset == 600)
     }
 
@@ -149,13 +152,13 @@ import Testing
     @Test func aWeakETagIsNotResumed() {
         var m = Self.machine(cached: Validators(etag: "\"c\""), partial: Self.partial(500, etag: "W/\"v1\""))
         let kept = m.resume(trusted: 500)
-        #expect(kept == 0)
-        let request = m.request()
+        #expect(kept == .nothing)
+        guard case .send(let request) = m.request() else { Issue.record("no request"); return }
         #expect(request.rangeFrom == 0 && request.revalidating == Validators(etag: "\"c\""))
         var checked = Self.machine(sha256: "x", partial: Self.partial(500, etag: "W/\"v1\""))
         let checkedKept = checked.resume(trusted: 500)
-        #expect(checkedKept == 500, "a sha256 checks the result instead")
-        let checkedRequest = checked.request()
+        #expect(checkedKept == .resume(from: 500), "a sha256 checks the result instead")
+        guard case .send(let checkedRequest) = checked.request() else { Issue.record("no request"); return }
         #expect(checkedRequest.ifRange == nil && checkedRequest.rangeFrom == 500)
     }
 
@@ -198,11 +201,11 @@ import Testing
     /// body is not written, the copy is kept as for a 304, however the connection ends.
     @Test(arguments: [true, false]) func a200CarryingTheCachedCopyKeepsIt(cleanly: Bool) {
         var m = Self.machine(cached: Validators(etag: "\"c\"", lastModified: "Sun, 29 Nov 2026 10:00:00 GMT"))
-        let request = m.request()
+        guard case .send(let request) = m.request() else { Issue.record("no request"); return }
         #expect(request.revalidating != nil)
         Self.respond(&m, "HTTP/1.1 200 OK", "Content-Length: 5000", "ETag: \"c\"")
         let begun = m.bodyBegins()
-        #expect(begun == .discard)
+        #expect(begun == .discardBody)
         let chunk = m.bodyChunk(5000)
         #expect(chunk == .refuse && m.offset == 0, "a byte of the copy was written")
         let end = Self.end(&m, cleanly: cleanly)
@@ -253,7 +256,7 @@ import Testing
             Self.respond(&many, "HTTP/1.1 307 Temporary Redirect")
             let action = Self.end(&many, redirect: "https://e.com/\(hop).bin", maxRedirects: 2)
             if hop <= 2 {
-                let again = many.request()
+                guard case .send(let again) = many.request() else { Issue.record("no request"); return }
                 #expect(action.failure == nil && again.sameOrigin)
             } else {
                 #expect(action.failure?.message == "more than 2 redirects")
@@ -281,7 +284,7 @@ import Testing
         _ = m.request()
         Self.respond(&m, "HTTP/1.1 404 Not Found", "Content-Length: 50")
         let begun = m.bodyBegins()
-        #expect(begun == .discard)
+        #expect(begun == .discardBody)
         let chunk = m.bodyChunk(50)
         #expect(chunk == .drop && m.offset == 0)
         let failure = Self.end(&m, cleanly: true).failure
@@ -296,11 +299,11 @@ import Testing
         var m = Self.machine()
         _ = m.request()
         Self.respond(&m, "HTTP/1.1 302 Found", "Location: https://e.com/b.bin", "Content-Length: \(limit)")
-        #expect(m.bodyBegins() == .discard)
+        #expect(m.bodyBegins() == .discardBody)
         #expect(m.bodyChunk(Int(limit)) == .drop, "a redirect's page within the limit")
         guard case .follow = Self.end(&m, redirect: "https://e.com/b.bin") else { Issue.record("not followed"); return }
         Self.respond(&m, "HTTP/1.1 \(status) Whatever", "Content-Length: \(2 * limit)")
-        #expect(m.bodyBegins() == .discard)
+        #expect(m.bodyBegins() == .discardBody)
         #expect(m.bodyChunk(Int(limit) - 1) == .drop, "the next response's page is counted from zero")
         #expect(m.bodyChunk(1) == .drop)
         #expect(m.bodyChunk(1) == .refuse, "a byte past the limit")
@@ -318,12 +321,12 @@ import Testing
         var refused = Self.machine(size: 10)
         _ = refused.request()
         Self.respond(&refused, "HTTP/1.1 200 OK", "Content-Length: 20")
-        #expect(refused.bodyBegins() == .discard)
+        #expect(refused.bodyBegins() == .discardBody)
         #expect(refused.bodyChunk(20) == .refuse)
         var copy = Self.machine(cached: Validators(etag: "\"c\""))
         _ = copy.request()
         Self.respond(&copy, "HTTP/1.1 200 OK", "Content-Length: 20", "ETag: \"c\"")
-        #expect(copy.bodyBegins() == .discard)
+        #expect(copy.bodyBegins() == .discardBody)
         #expect(copy.bodyChunk(20) == .refuse)
     }
 
@@ -345,7 +348,7 @@ import Testing
         Self.receive(&m, 10)
         let end = Self.end(&m)
         #expect(end == .digest)
-        let failure = m.digested("bad")
+        let failure = m.digested("bad").failure
         #expect(failure?.kind == .mismatch && failure?.discardPartial == true && m.phase == .failed)
     }
 
@@ -369,10 +372,10 @@ import Testing
             _ = m.digested("d")
             let failure: TransferFailure?
             if let fsyncError {
-                failure = m.fileSynced(.failure(fsyncError))
+                failure = m.fileSynced(.failure(fsyncError)).failure
             } else {
-                #expect(m.fileSynced(.success(())) == nil)
-                failure = m.renamed(renameError)
+                #expect(m.fileSynced(.success(())) == .rename)
+                failure = m.renamed(renameError).failure
             }
             #expect(failure?.kind == kind && failure?.discardPartial == true, "\(String(describing: renameError)) \(String(describing: fsyncError))")
             #expect(m.phase == .failed)
@@ -417,9 +420,10 @@ import Testing
             let partial = resumeAt > 0 ? Self.partial(pick([0, resumeAt / 2, resumeAt]), etag: pick(["\"v1\"", "W/\"v1\"", nil])) : nil
             var m = Self.machine(size: size, maxSize: pick([nil, 100_000]), sha256: pick([nil, "d"]), cached: pick([nil, Validators(etag: "\"c\"")]),
                                  partial: partial)
-            let kept = m.resume(trusted: partial == nil ? nil : resumeAt)
-            #expect(kept == 0 || kept == resumeAt, "\(context)")
-            var request = m.request()
+            let resumed = m.resume(trusted: partial == nil ? nil : resumeAt)
+            #expect(resumed == .nothing || resumed == .resume(from: resumeAt), "\(context)")
+            let kept: UInt64 = if case .resume(let from) = resumed { from } else { 0 }
+            guard case .send(var request) = m.request() else { Issue.record("\(context): no request"); continue }
             var written: UInt64 = kept
             var writtenThisBody: UInt64 = 0
             var recordedBeforeGrowth = true
@@ -444,13 +448,13 @@ import Testing
                 let phaseBefore = m.phase
                 if body > 0 || Bool.random(using: &random) {
                     let action = m.bodyBegins()
-                    if case .write(let restart, _) = action, restart { written = 0 }
-                    if case .write = action {
+                    if case .writeBody(let restart, _) = action, restart { written = 0 }
+                    if case .writeBody = action {
                         #expect((200..<300).contains(m.head.status), "\(context): a \(m.head.status) body is written")
                     }
                 }
                 while body > 0 {
-                    if random.next(below: 40) == 0, m.pause("stopped") { paused = true; break }
+                    if random.next(below: 40) == 0, m.pause("stopped") == .paused { paused = true; break }
                     if random.next(below: 60) == 0 { m.cannotWrite(Errno(pick([ENOSPC, EIO]))) }
                     let chunk = Int(min(body, UInt64(1 + random.next(below: 300_000))))
                     switch m.bodyChunk(chunk) {
@@ -476,6 +480,9 @@ import Testing
                         body -= UInt64(chunk)
                     case .refuse:
                         body = 0
+                    default:
+                        Issue.record("\(context): not a chunk's action")
+                        body = 0
                     }
                     if random.next(below: 8) == 0 { _ = m.synced(min(m.offset, UInt64(random.next(below: m.offset + 1))), epoch: m.epoch, validators: m.partialValidators) }
                 }
@@ -486,7 +493,7 @@ import Testing
                     break
                 }
                 let cleanly = random.next(below: 5) != 0
-                if m.bodyBeginsAtEnd(cleanly: cleanly), case .write(true, _) = m.bodyBegins() { written = 0 }
+                if m.bodyBeginsAtEnd(cleanly: cleanly), case .writeBody(true, _) = m.bodyBegins() { written = 0 }
                 switch Self.end(&m, cleanly: cleanly, redirect: nil) {
                 case .follow(let next):
                     request = next
@@ -505,10 +512,13 @@ import Testing
                     if let size { #expect(m.offset == size, "\(context): placed \(m.offset) bytes, size \(size)") }
                     if status == 200, writtenThisBody > 0 || m.offset > 0 { #expect(m.offset == writtenThisBody, "\(context): a 200 was appended") }
                     let digest = pick(["d", "e"])
-                    if m.digested(digest) == nil {
+                    if m.digested(digest) == .fsync {
                         #expect(m.phase == .syncing)
-                        if m.fileSynced(.success(())) == nil, m.renamed(nil) == nil { #expect(m.phase == .placed) }
+                        if m.fileSynced(.success(())) == .rename, m.renamed(nil) == .recordPlaced { #expect(m.phase == .placed) }
                     }
+                    ended = true
+                default:
+                    Issue.record("\(context): not an end's action")
                     ended = true
                 }
             }
@@ -517,14 +527,11 @@ import Testing
     }
 }
 
-extension TransferStateMachine.EndAction {
-    var failure: TransferFailure? { if case .fail(let failure) = self { failure } else { nil } }
-}
-
 extension TransferStateMachine {
     @discardableResult
     mutating func headerLine(_ line: String) -> Bool {
         var copy = line
-        return copy.withUTF8 { headerLine(UnsafeRawBufferPointer($0)) }
+        let action: Action = copy.withUTF8 { headerLine(UnsafeRawBufferPointer($0)) }
+        return action != .refuse
     }
 }

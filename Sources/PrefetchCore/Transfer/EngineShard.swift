@@ -80,7 +80,7 @@ final class EngineShard: @unchecked Sendable {
                     // A later fsync may succeed although these pages were dropped: the partial
                     // is not trusted again, and the transfer is retried from the start.
                     takeOut(transfer, reusable: false)
-                    fail(transfer, TransferStateMachine.fsyncFailed(error))
+                    fail(transfer, .fsyncFailed(error))
                     continue
                 }
                 guard transfer.noteSynced(partial.offset, epoch: partial.epoch, validators: partial.validators) else { continue }

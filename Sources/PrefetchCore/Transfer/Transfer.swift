@@ -101,11 +101,12 @@ final class Transfer {
         let trusted = job.partial.flatMap { partial in
             PartialTrust.trustedLength(record: partial, urlHash: job.urlHash, file: existing.map { ($0.size, $0.inode) }, bootID: bootID)
         }
-        let keep = machine.resume(trusted: trusted)
-        if keep > 0, primeHash(upTo: keep) {
-            writebackFrom = keep
-        } else {
-            if keep > 0 { machine.resumeFailed() }
+        var kept = false
+        if case .resume(let keep) = machine.resume(trusted: trusted) {
+            kept = primeHash(upTo: keep)
+            if kept { writebackFrom = keep } else { machine.resumeFailed() }
+        }
+        if !kept {
             forgetBody()
             file = nil  // any old partial is replaced (created empty) when a body begins
         }
@@ -182,7 +183,8 @@ final class Transfer {
 
     /// Sends the first request.
     func start(config: Config, environment: [String: String]) throws(TransferFailure) {
-        try send(machine.request(), config: config, environment: environment)
+        guard case .send(let request) = machine.request() else { preconditionFailure("the first request is not sent") }
+        try send(request, config: config, environment: environment)
     }
 
     /// Sets up the easy handle for `request`. Throws for a missing `${VAR}`, or an option
@@ -252,31 +254,32 @@ final class Transfer {
     /// A header line; 0 stops the exchange (libcurl then ends it with CURLE_WRITE_ERROR).
     private static let onHeader: CurlDataCallback = { data, size, count, user in
         Unmanaged<Transfer>.fromOpaque(user!).takeUnretainedValue().machine.headerLine(UnsafeRawBufferPointer(start: data, count: size * count))
-            ? size * count : 0
+            == .refuse ? 0 : size * count
     }
 
     private func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
         if machine.awaitsBody { beginBody() }
         switch machine.bodyChunk(bytes.count) {
-        case .refuse: return 0
+        case .write: break
         case .drop: return bytes.count  // an error page read to its end, unwritten: the connection stays
         case .holdForRecord: return CurlEasy.pauseWriting  // libcurl keeps these bytes and hands them over again
-        case .write: break
+        default: return 0  // refused
         }
-        if let cacheAllowance, !holdsCacheRoom(for: bytes.count, in: cacheAllowance) {
+        let decodes = machine.decodesBody
+        if let cacheAllowance, !holdsCacheRoom(for: bytes.count, decodes: decodes, in: cacheAllowance) {
             machine.held(.cacheFull)
             return CurlEasy.pauseWriting
         }
         // What the chunk moved over the wire: itself, or for a decoded body the bytes libcurl
         // read since the last chunk counted (the first chunk of a read carries the read; the
         // others none, and are not held for rate or budget again).
-        let moved = machine.decodesBody ? easy.bytesOnWire - min(wireCounted, easy.bytesOnWire) : UInt64(bytes.count)
-        if let limiter, moved > 0 || !machine.decodesBody, !limiter.take(Int(moved), for: self) {
+        let moved = decodes ? easy.bytesOnWire - min(wireCounted, easy.bytesOnWire) : UInt64(bytes.count)
+        if let limiter, moved > 0 || !decodes, !limiter.take(Int(moved), for: self) {
             machine.held(.rate)
             return CurlEasy.pauseWriting
         }
         // After the rate check, so a chunk handed over again after a rate pause is counted once.
-        if let allowance, moved > 0 || !machine.decodesBody, !allowance.take(Int(moved), reservations: reservedBudget == 0) {
+        if let allowance, moved > 0 || !decodes, !allowance.take(Int(moved), reservations: reservedBudget == 0) {
             machine.held(.budget)
             return CurlEasy.pauseWriting
         }
@@ -295,7 +298,7 @@ final class Transfer {
         }
         machine.wrote(bytes.count)
         received += moved
-        if machine.decodesBody { wireCounted += moved }
+        if decodes { wireCounted += moved }
         let written = writtenOffset
         if startWriteback, written >= writebackFrom + Self.writebackStep {
             file.startWriteback(from: writebackFrom, count: written - writebackFrom)
@@ -309,8 +312,8 @@ final class Transfer {
     /// `Content-Length` announces counts from the first chunk (a decoded body's counts the
     /// wire, so there only what is written), else what is written. Asked again for a chunk
     /// handed over again after a pause, it takes nothing twice.
-    private func holdsCacheRoom(for count: Int, in allowance: CacheAllowance) -> Bool {
-        let announced = machine.decodesBody ? 0 : machine.expectedTotal ?? 0
+    private func holdsCacheRoom(for count: Int, decodes: Bool, in allowance: CacheAllowance) -> Bool {
+        let announced = decodes ? 0 : machine.expectedTotal ?? 0
         let end = max(offset + UInt64(count), announced)
         guard end > cacheHeld else { return true }
         guard allowance.take(end - cacheHeld) else { return false }
@@ -320,7 +323,7 @@ final class Transfer {
 
     /// A body begins: the machine says whether and where it is written.
     private func beginBody() {
-        guard case .write(let restart, let remaining) = machine.bodyBegins() else { return }
+        guard case .writeBody(let restart, let remaining) = machine.bodyBegins() else { return }
         wireCounted = 0
         if restart, !emptyPartial() { return }
         if file == nil {
@@ -387,12 +390,12 @@ final class Transfer {
 
     /// The record is committed: a transfer paused for it goes on.
     func recordCommitted() {
-        if machine.recordCommittedNow() { easy.unpause() }
+        if machine.recordCommittedNow() == .unpause { easy.unpause() }
     }
 
     /// `offset` bytes as of `epoch` are durable; returns whether that is news to record.
     func noteSynced(_ offset: UInt64, epoch: Int, validators: Validators) -> Bool {
-        machine.synced(offset, epoch: epoch, validators: validators)
+        machine.synced(offset, epoch: epoch, validators: validators) == .recordSynced
     }
 
     /// The partial's record with `offset` known durable: validators, this boot, this inode.
@@ -417,7 +420,7 @@ final class Transfer {
 
     /// Pauses the transfer (resumably); false when it is past pausing (complete, or over).
     func pause(_ reason: String) -> Bool {
-        machine.pause(reason)
+        machine.pause(reason) == .paused
     }
 
     /// Ends the transfer with a failure from outside the exchange.
@@ -464,18 +467,20 @@ final class Transfer {
             let digest = SHA256.hex(body.map { $0.finish() } ?? inlineHasher?.finish() ?? SHA256().finish())
             body = nil
             inlineHasher = nil
-            if let failure = machine.digested(digest) { return .failed(failure) }
+            if let failure = machine.digested(digest).failure { return .failed(failure) }
             return .complete(bytes: offset, validators: partialValidators, sha256: digest)
+        case let action:
+            preconditionFailure("the exchange's end answered \(action)")
         }
     }
 
     /// The complete file's fsync ended; the failure, when it failed.
     func fileSynced(_ result: Result<Void, Errno>) -> TransferFailure? {
-        machine.fileSynced(result)
+        machine.fileSynced(result).failure
     }
 
     /// The rename into place ended (`failure`: why it failed); the failure, when it failed.
     func renamed(_ failure: PlacementError?) -> TransferFailure? {
-        machine.renamed(failure)
+        machine.renamed(failure).failure
     }
 }
