@@ -26,9 +26,88 @@ enum StatusCommand {
         let json = context.arguments.flags.contains("--json")
         var out = ""
         for (feed, feedPlan) in zip(feeds, plan.feeds) {
+            let status = FeedStatus(feed, feedPlan, snapshot: snapshot, cached: cached, partialFiles: partialFiles, cache: cache,
+                                    settings: settings, now: now)
+            out += json ? status.json() : status.text()
+        }
+        out += cacheUse(usage, maxCacheSize: config.maxCacheSize, json: json)
+        let local = ZoneClock(TimeZone.current)
+        // Feed sources (SPEC §8): every one, from its copy in force and its record.
+        for view in set.sources {
+            let status = SourceStatus(view, record: sourceRecords[view.source.label], now: now)
+            out += json ? SourceReport.json(status, clock: local) : SourceReport.text(status, clock: local)
+        }
+        out += heldOrigins(snapshot.originHolds, now: now, clock: local, json: json)
+        context.console.out(out)
+        return .success
+    }
+
+    /// The cache's use against max_cache_size (SPEC §8): a JSON line always, a text line
+    /// only when a cap is set.
+    private static func cacheUse(_ usage: CacheUsage, maxCacheSize: ByteSize?, json: Bool) -> String {
+        if json {
+            var line = JSONObject()
+            line.add("type", "cache")
+            line.add("max_cache_size", maxCacheSize?.bytes)
+            line.add("used", usage.used)
+            return line.line + "\n"
+        } else if let cap = maxCacheSize {
+            return "cache: \(ByteSize.format(usage.used)) used of max_cache_size \(ByteSize.format(cap.bytes))\n"
+        }
+        return ""
+    }
+
+    /// Held origins (SPEC §6), after the feeds and sources: in JSON every one recorded, in
+    /// text whether its hold lasts or the next request probes it.
+    private static func heldOrigins(_ holds: [String: OriginHold], now: Instant, clock local: ZoneClock, json: Bool) -> String {
+        var out = ""
+        for hold in holds.values.sorted(by: { $0.origin < $1.origin }) {
+            if json {
+                var line = JSONObject()
+                line.add("type", "origin")
+                line.add("origin", hold.origin)
+                line.add("held", true)
+                line.add("reason", hold.reason)
+                line.add("until", TimeFormat.rfc3339(hold.until, clock: local))
+                line.add("since", TimeFormat.rfc3339(hold.since, clock: local))
+                line.add("failures", Int64(hold.failures))
+                out += line.line + "\n"
+            } else if hold.until > now {
+                out += "origin \(hold.origin) held until \(TimeFormat.local(hold.until, clock: local)): \(hold.reason)\n"
+            } else {
+                out += "origin \(hold.origin) held since \(TimeFormat.local(hold.since, clock: local)): \(hold.reason); the next request probes it\n"
+            }
+        }
+        return out
+    }
+
+    /// What `status` says of one feed.
+    private struct FeedStatus {
+        let feed: Feed
+        let now: Instant
+        let files: Int
+        let bytes: UInt64
+        /// Partials as the run sees them (SPEC §7): only resumable ones, with where they resume.
+        let partials: [(path: String, point: ResumePoint)]
+        let lastError: String?
+        let lastErrorKey: String
+        let lastSuccess: Instant?
+        let nextWakeup: Instant?
+        let clock: ZoneClock
+        /// Starvation (SPEC §6): windows missed in a row while a release was pending.
+        let starvation: Starvation.Count
+        let missedReason: String?
+        let starved: Bool
+        let starvedAfter: Int
+        /// `consistency: release` (SPEC §6): the generation readers see, and one being staged.
+        let generation: (live: Int, staged: Int?)?
+
+        init(_ feed: Feed, _ feedPlan: FeedPlan, snapshot: StateSnapshot, cached: CachedFiles, partialFiles: [ResourceKey: PartialFile],
+             cache: CacheFolder?, settings: Settings, now: Instant) {
+            self.feed = feed
+            self.now = now
             var files = 0
             var bytes: UInt64 = 0
-            // Partials as the run sees them (SPEC §7): only resumable ones, with where they resume.
             var partials: [(path: String, point: ResumePoint)] = []
             var lastError: String?
             var lastErrorKey = ""
@@ -49,49 +128,62 @@ enum StatusCommand {
                     lastErrorKey = resource.path
                 }
             }
+            self.files = files
+            self.bytes = bytes
+            self.partials = partials
+            self.lastError = lastError
+            self.lastErrorKey = lastErrorKey
             let feedState = snapshot.feeds[feed.name]
-            let lastSuccess = feedState?.lastSuccess ?? feed.resources.compactMap { snapshot.resources[ResourceKey(feed: feed.name, path: $0.path)]?.lastSuccess }.max()
+            lastSuccess = feedState?.lastSuccess ?? feed.resources.compactMap { snapshot.resources[ResourceKey(feed: feed.name, path: $0.path)]?.lastSuccess }.max()
             let nextWakeup = feedPlan.nextScheduledWork(at: now)  // the per-feed rule, not the daemon's (`DaemonWakeup`)
-            let clock = feedPlan.clock
-            // Starvation (SPEC §6): windows missed in a row while a release was pending.
+            self.nextWakeup = nextWakeup
+            clock = feedPlan.clock
             let starvation = Starvation.count(feed, snapshot: snapshot, machineID: settings.machineID?.usableValue, now: now)
-            let missedReason = Starvation.reason(starvation, seen: feedState?.missedReason, at: feedState?.missedReasonAt)
-            let starved = starvation.missed >= config.starvedAfter
-            // `consistency: release` (SPEC §6): the generation readers see, and one being staged.
+            self.starvation = starvation
+            missedReason = Starvation.reason(starvation, seen: feedState?.missedReason, at: feedState?.missedReasonAt)
+            let starvedAfter = settings.config.starvedAfter
+            self.starvedAfter = starvedAfter
+            starved = starvation.missed >= starvedAfter
             var generation: (live: Int, staged: Int?)?
             if let cache, case .generations(let live, let staging, _) = cache.layout(of: feed.name) { generation = (live, staging) }
-            if json {
-                var line = JSONObject()
-                line.add("type", "feed")
-                line.add("feed", feed.name)
-                line.add("files", Int64(files))
-                line.add("bytes", bytes)
-                line.add("last_success", lastSuccess.map { TimeFormat.rfc3339($0, clock: clock) })
-                line.add("last_error", lastError.map { "\(lastErrorKey): \($0)" })
-                line.add("partials", objects: partials.map { partial in
-                    var object = JSONObject()
-                    object.add("path", partial.path)
-                    object.add("bytes_on_disk", partial.point.bytesOnDisk)
-                    object.add("resume_from", partial.point.resumeFrom)
-                    object.add("total", partial.point.total)
-                    return object
-                })
-                line.add("next_wakeup", nextWakeup.map { TimeFormat.rfc3339($0, clock: clock) })
-                line.add("missed_windows", Int64(starvation.missed))
-                line.add("starved", starved)
-                line.add("missed_reason", missedReason)
-                line.add("consistency", feed.consistency.rawValue)
-                line.add("generation", generation.map { Int64($0.live) })
-                line.add("staged_generation", generation?.staged.map { Int64($0) })
-                out += line.line + "\n"
-                continue
-            }
-            out += "\(feed.name): \(files) of \(feed.resources.count) files cached, \(ByteSize.format(bytes))\n"
+            self.generation = generation
+        }
+
+        /// The feed's line of `status --json`.
+        func json() -> String {
+            var line = JSONObject()
+            line.add("type", "feed")
+            line.add("feed", feed.name)
+            line.add("files", Int64(files))
+            line.add("bytes", bytes)
+            line.add("last_success", lastSuccess.map { TimeFormat.rfc3339($0, clock: clock) })
+            line.add("last_error", lastError.map { "\(lastErrorKey): \($0)" })
+            line.add("partials", objects: partials.map { partial in
+                var object = JSONObject()
+                object.add("path", partial.path)
+                object.add("bytes_on_disk", partial.point.bytesOnDisk)
+                object.add("resume_from", partial.point.resumeFrom)
+                object.add("total", partial.point.total)
+                return object
+            })
+            line.add("next_wakeup", nextWakeup.map { TimeFormat.rfc3339($0, clock: clock) })
+            line.add("missed_windows", Int64(starvation.missed))
+            line.add("starved", starved)
+            line.add("missed_reason", missedReason)
+            line.add("consistency", feed.consistency.rawValue)
+            line.add("generation", generation.map { Int64($0.live) })
+            line.add("staged_generation", generation?.staged.map { Int64($0) })
+            return line.line + "\n"
+        }
+
+        /// The feed's lines of `status`.
+        func text() -> String {
+            var out = "\(feed.name): \(files) of \(feed.resources.count) files cached, \(ByteSize.format(bytes))\n"
             out += "  last success: " + (lastSuccess.map { TimeFormat.local($0, clock: clock) } ?? "never") + "\n"
             if let lastError { out += "  last error: \(lastErrorKey): \(lastError)\n" }
             if starvation.missed > 0 {
                 out += "  \(starvation.missed) \(starvation.missed == 1 ? "window" : "windows") missed: \(missedReason ?? "")"
-                    + (starved ? " (starved: \(config.starvedAfter) or more in a row)" : "") + "\n"
+                    + (starved ? " (starved: \(starvedAfter) or more in a row)" : "") + "\n"
             }
             if let generation {
                 out += "  release: generation \(generation.live) live"
@@ -105,45 +197,7 @@ enum StatusCommand {
                 out += "  partial: \(path) resumes from \(ByteSize.format(from))\(progress), \(ByteSize.format(point.bytesOnDisk)) on disk\n"
             }
             out += "  next wake-up: " + (nextWakeup.map { $0 <= now ? "now (work is due)" : TimeFormat.local($0, clock: clock) } ?? "none") + "\n"
+            return out
         }
-        // The cache's use against max_cache_size (SPEC §8).
-        if json {
-            var line = JSONObject()
-            line.add("type", "cache")
-            line.add("max_cache_size", config.maxCacheSize?.bytes)
-            line.add("used", usage.used)
-            out += line.line + "\n"
-        } else if let cap = config.maxCacheSize {
-            out += "cache: \(ByteSize.format(usage.used)) used of max_cache_size \(ByteSize.format(cap.bytes))\n"
-        }
-        // Held origins (SPEC §6), after the feeds.
-        let local = ZoneClock(TimeZone.current)
-        // Feed sources (SPEC §8): every one, from its copy in force and its record.
-        for view in set.sources {
-            let status = SourceStatus(view, record: sourceRecords[view.source.label], now: now)
-            out += json ? SourceReport.json(status, clock: local) : SourceReport.text(status, clock: local)
-        }
-        for hold in snapshot.originHolds.values.sorted(by: { $0.origin < $1.origin }) {
-            if json {
-                var line = JSONObject()
-                line.add("type", "origin")
-                line.add("origin", hold.origin)
-                line.add("held", true)
-                line.add("reason", hold.reason)
-                line.add("until", TimeFormat.rfc3339(hold.until, clock: local))
-                line.add("since", TimeFormat.rfc3339(hold.since, clock: local))
-                line.add("failures", Int64(hold.failures))
-                out += line.line + "\n"
-            } else if hold.until > now {
-                out += "origin \(hold.origin) held until \(TimeFormat.local(hold.until, clock: local)): \(hold.reason)\n"
-            } else {
-                out += "origin \(hold.origin) held since \(TimeFormat.local(hold.since, clock: local)): \(hold.reason); the next request probes it\n"
-            }
-        }
-        context.console.out(out)
-        return .success
     }
-
 }
-
-import Foundation

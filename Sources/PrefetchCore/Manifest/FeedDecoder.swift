@@ -83,11 +83,43 @@ public struct FeedDecoder {
         return reader.diagnostics.isEmpty ? feed : nil
     }
 
+    /// The feed a manifest's root describes, each key checked in turn (errors and warnings
+    /// into `reader`, in the order of the checks); nil when the root is no mapping.
     private func decodeFeed(_ root: YAMLNode, file: String, defaultName: String?, reader: inout NodeReader, resources streamed: ResourceDecoder) -> Feed? {
         guard let entries = reader.mapping(root, allowed: Self.feedKeys, what: "a feed") else { return nil }
-        let start = SourceLocation(line: 1, column: 1)
+        let (name, nameLocation) = Self.decodeName(entries, file: file, defaultName: defaultName, reader: &reader)
+        // Zone first: bare dates and windows are read in it.
+        let (zone, zoneName) = Self.decodeZone(entries, reader: &reader)
+        let schedule = entries["schedule"].flatMap { reader.value($0.value, what: "schedule", CronExpression.parse) }
+        let windows = Self.decodeWindows(entries, reader: &reader)
+        let days = Self.decodeDays(entries, reader: &reader)
+        let jitter = Self.decodeJitter(entries, windows: windows, days: days, reader: &reader)
+        let conditions = Self.decodeConditions(entries, reader: &reader)
 
-        // Name: explicit, or the file's stem.
+        let hasTiming = schedule != nil || !windows.isEmpty
+        var refresh = hasTiming ? TimeSpan.zero : .hours(1)
+        if let node = entries["refresh"]?.value, let span = reader.value(node, what: "refresh", { (t) throws(ValueError) in try TimeSpan.parse(t) }) {
+            refresh = span
+        }
+        let retry = Self.decodeRetry(entries, reader: &reader)
+        let limits = Self.decodeLimits(entries, reader: &reader)
+
+        var prune = false
+        if let node = entries["prune"]?.value, let v = reader.boolean(node, what: "prune") { prune = v }
+        var consistency = Consistency.file
+        if let node = entries["consistency"]?.value,
+           let v = reader.choice(node, what: "consistency", [("file", Consistency.file), ("release", .release)]) { consistency = v }
+
+        let resources = Self.decodeResources(entries, root: root, streamed: streamed, zone: zone, reader: &reader)
+        return Feed(name: name, file: file, nameLocation: nameLocation, schedule: schedule, timeZone: zone, timeZoneName: zoneName,
+                    windows: windows, days: days, jitter: jitter, conditions: conditions, refresh: refresh,
+                    retry: retry, limits: limits, prune: prune, consistency: consistency, resources: resources)
+    }
+
+    /// Name: explicit, or the file's stem (`defaultName` when given); "" when neither is valid.
+    private static func decodeName(_ entries: NodeReader.Entries, file: String, defaultName: String?,
+                                   reader: inout NodeReader) -> (name: String, location: SourceLocation) {
+        let start = SourceLocation(line: 1, column: 1)
         var name = ""
         var nameLocation = start
         if let node = entries["name"]?.value {
@@ -104,17 +136,22 @@ public struct FeedDecoder {
                 reader.error("the file name '\(stem)' is not a valid feed name ([a-z0-9][a-z0-9._-]{0,63}); add 'name:'", at: start)
             }
         }
+        return (name, nameLocation)
+    }
 
-        // Zone first: bare dates and windows are read in it.
+    /// `timezone`, else the system's zone: the zone and the name it is shown by.
+    private static func decodeZone(_ entries: NodeReader.Entries, reader: inout NodeReader) -> (zone: TimeZone, name: String) {
         var zone = ZoneCatalog.system.zone
         var zoneName = ZoneCatalog.system.name
         if let node = entries["timezone"]?.value, let found = reader.value(node, what: "timezone", ZoneCatalog.zone(named:)) {
             zone = found
             zoneName = node.scalar ?? found.identifier
         }
+        return (zone, zoneName)
+    }
 
-        let schedule = entries["schedule"].flatMap { reader.value($0.value, what: "schedule", CronExpression.parse) }
-
+    /// `window`: one window or a list of them (none when left out).
+    private static func decodeWindows(_ entries: NodeReader.Entries, reader: inout NodeReader) -> [TimeWindow] {
         var windows: [TimeWindow] = []
         if let node = entries["window"]?.value, let items = reader.list(node, what: "window", single: true) {
             if items.isEmpty { reader.error("window must list at least one window, or be left out", at: node.location) }
@@ -122,7 +159,11 @@ public struct FeedDecoder {
                 if let window = reader.value(item, what: "a window", TimeWindow.parse) { windows.append(window) }
             }
         }
+        return windows
+    }
 
+    /// `days`: the weekdays listed, each once (nil when left out).
+    private static func decodeDays(_ entries: NodeReader.Entries, reader: inout NodeReader) -> Set<Weekday>? {
         var days: Set<Weekday>?
         if let node = entries["days"]?.value, let items = reader.list(node, what: "days") {
             var set = Set<Weekday>()
@@ -134,7 +175,13 @@ public struct FeedDecoder {
             }
             days = set
         }
+        return days
+    }
 
+    /// `jitter`, with a warning when it is not shorter than the shortest window (a day when
+    /// only `days` is given).
+    private static func decodeJitter(_ entries: NodeReader.Entries, windows: [TimeWindow], days: Set<Weekday>?,
+                                     reader: inout NodeReader) -> TimeSpan {
         var jitter = TimeSpan.zero
         if let node = entries["jitter"]?.value, let span = reader.value(node, what: "jitter", { (t) throws(ValueError) in try TimeSpan.parse(t) }) {
             jitter = span
@@ -144,7 +191,11 @@ public struct FeedDecoder {
                 reader.warning("jitter \(jitter) is not shorter than the window \(shortest); offsets are reduced modulo the window's length", at: node.location)
             }
         }
+        return jitter
+    }
 
+    /// `conditions`: network, power, battery, free space and the metered budget.
+    private static func decodeConditions(_ entries: NodeReader.Entries, reader: inout NodeReader) -> Conditions {
         var conditions = Conditions()
         if let node = entries["conditions"]?.value, let c = reader.mapping(node, allowed: Self.conditionKeys, what: "conditions") {
             if let n = c["network"]?.value, let v = reader.choice(n, what: "network", [("any", Conditions.Network.any), ("unmetered", .unmetered)]) { conditions.network = v }
@@ -158,13 +209,11 @@ public struct FeedDecoder {
                 }
             }
         }
+        return conditions
+    }
 
-        let hasTiming = schedule != nil || !windows.isEmpty
-        var refresh = hasTiming ? TimeSpan.zero : .hours(1)
-        if let node = entries["refresh"]?.value, let span = reader.value(node, what: "refresh", { (t) throws(ValueError) in try TimeSpan.parse(t) }) {
-            refresh = span
-        }
-
+    /// `retry`: attempts and backoff (`max_backoff` at least `backoff`).
+    private static func decodeRetry(_ entries: NodeReader.Entries, reader: inout NodeReader) -> RetryPolicy {
         var retry = RetryPolicy()
         if let node = entries["retry"]?.value, let r = reader.mapping(node, allowed: Self.retryKeys, what: "retry") {
             if let n = r["attempts"]?.value, let v = reader.integer(n, what: "attempts", range: 1...1000) { retry.attempts = v }
@@ -176,7 +225,11 @@ public struct FeedDecoder {
                 retry.maxBackoff = retry.backoff
             }
         }
+        return retry
+    }
 
+    /// `limits`: the feed's concurrency, rate, timeouts and redirects.
+    private static func decodeLimits(_ entries: NodeReader.Entries, reader: inout NodeReader) -> FeedLimits {
         var limits = FeedLimits()
         if let node = entries["limits"]?.value, let l = reader.mapping(node, allowed: Self.limitKeys, what: "limits") {
             if let n = l["concurrency"]?.value, let v = reader.integer(n, what: "concurrency", range: 1...1024) { limits.concurrency = v }
@@ -186,13 +239,13 @@ public struct FeedDecoder {
             if let n = l["max_redirects"]?.value, let v = reader.integer(n, what: "max_redirects", range: 0...100) { limits.maxRedirects = v }
             if let n = l["response_timeout"]?.value, let v = reader.positiveSpan(n, what: "response_timeout") { limits.responseTimeout = v }
         }
+        return limits
+    }
 
-        var prune = false
-        if let node = entries["prune"]?.value, let v = reader.boolean(node, what: "prune") { prune = v }
-        var consistency = Consistency.file
-        if let node = entries["consistency"]?.value,
-           let v = reader.choice(node, what: "consistency", [("file", Consistency.file), ("release", .release)]) { consistency = v }
-
+    /// `resources`, as `streamed` decoded them while the file was parsed, then the feed's
+    /// `encoding` given to those that give none.
+    private static func decodeResources(_ entries: NodeReader.Entries, root: YAMLNode, streamed: ResourceDecoder, zone: TimeZone,
+                                        reader: inout NodeReader) -> [Resource] {
         var resources: [Resource] = []
         if let node = entries["resources"]?.value {
             if reader.list(node, what: "resources") != nil {
@@ -208,10 +261,7 @@ public struct FeedDecoder {
         if let node = entries["encoding"]?.value, let encoding = reader.encoding(node) {
             streamed.inheritEncoding(encoding, into: &resources)
         }
-
-        return Feed(name: name, file: file, nameLocation: nameLocation, schedule: schedule, timeZone: zone, timeZoneName: zoneName,
-                    windows: windows, days: days, jitter: jitter, conditions: conditions, refresh: refresh,
-                    retry: retry, limits: limits, prune: prune, consistency: consistency, resources: resources)
+        return resources
     }
 
     /// The error for a manifest of `size` bytes over the config's `max_manifest_size`.

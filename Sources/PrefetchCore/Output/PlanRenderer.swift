@@ -21,95 +21,120 @@ public struct PlanRenderer {
     public func json(_ plan: Plan, to sink: @escaping (String) -> Void) {
         var out = ChunkedOutput(sink: sink)
         for feed in plan.feeds {
-            var line = JSONObject()
-            line.add("type", "feed")
-            line.add("feed", feed.name)
-            line.add("timezone", feed.zoneName)
-            line.add("schedule", feed.schedule)
-            line.add("windows", strings: feed.windows.map(\.description))
-            line.add("next_releases", strings: feed.nextReleases.map { TimeFormat.rfc3339($0, clock: feed.clock) })
-            line.add("current_release", feed.currentRelease.map { TimeFormat.rfc3339($0, clock: feed.clock) })
-            line.add("jitter_s", feed.jitterOffset)
-            line.add("jitter_max_s", feed.jitter.seconds)
-            line.add("machine_id_source", plan.machineID.flatMap { $0.usable ? $0.source : nil })
-            if let id = plan.machineID, !id.usable {
-                line.add("machine_id_problem", "\(id.source) is \(id.value.isEmpty ? "empty" : id.value): the image baked no usable machine id")
-            }
-            line.add("window_open", feed.windowOpen)
-            var conditions = JSONObject()
-            // An unknown reading (SPEC §7) says so, why, and what it counts as.
-            let c = plan.conditions
-            conditions.add("network", c.networkUnknown == nil ? (c.metered ? "metered" : "unmetered") : "unknown")
-            conditions.add("network_source", c.networkSource)
-            if let reason = c.networkUnknown {
-                conditions.add("network_reason", reason)
-                conditions.add("network_counts_as", c.metered ? "metered" : "unmetered")
-            }
-            conditions.add("power", c.powerUnknown == nil ? (c.onAC ? "ac" : "battery") : "unknown")
-            conditions.add("battery", c.batteryLevel.map { Int64($0) })
-            conditions.add("power_source", c.powerSource)
-            if let reason = c.powerUnknown {
-                conditions.add("power_reason", reason)
-                conditions.add("power_counts_as", "ac")
-            }
-            conditions.add("free_bytes", c.freeBytes)
-            conditions.add("free_source", c.freeSource)
-            if let reason = c.freeUnknown {
-                conditions.add("free_reason", reason)
-                conditions.add("free_counts_as", "enough")
-            }
-            for check in feed.holds { conditions.add(check.name + "_ok", check.ok) }
-            line.add("conditions", object: conditions)
-            out += line.line + "\n"
-            var times: [Instant: String] = [:]
-            var offsets = ZoneOffsets(feed.clock)
-            func time(_ instant: Instant) -> String {
-                if let text = times[instant] { return text }
-                let text = TimeFormat.rfc3339(instant, offsets: &offsets)
-                times[instant] = text
-                return text
-            }
-            for item in feed.items {
-                var row = JSONObject()
-                row.add("type", "resource")
-                row.add("feed", item.feed)
-                row.add("path", item.path)
-                row.add("url", item.url)
-                row.add("served_by", item.servedBy)
-                row.add("state", item.status.rawValue)
-                row.add("reason", item.reason)
-                row.add("next", item.next.map(time))
-                row.add("bytes", item.bytes)
-                row.add("remaining", item.remaining)
-                row.add("priority", item.priority.rawValue)
-                row.add("window_end", item.windowEnd.map(time))
-                row.add("eta", item.estimatedFinish.map(time))
-                row.add("fits", item.fits)
-                row.add("error", item.error)
-                out += row.line + "\n"
-                out.flushIfFull()
-            }
+            out += Self.feedObject(feed, plan: plan).line + "\n"
+            Self.writeResourceLines(feed, to: &out)
         }
         if let cache = plan.cache {
-            var line = JSONObject()
-            line.add("type", "cache")
-            line.add("max_cache_size", cache.maxBytes)
-            line.add("used", cache.used)
-            line.add("used_after", cache.usedAfter)
-            let utc = ZoneClock(TimeZone(identifier: "UTC")!)
-            line.add("making_room", objects: cache.removals.map { room in
-                var object = JSONObject()
-                object.add("feed", room.feed)
-                switch room.kind {
-                case .file(let path): object.add("path", path)
-                case .generation(let n): object.add("generation", Int64(n))
-                }
-                object.add("bytes", room.bytes)
-                object.add("placed", TimeFormat.rfc3339(room.placed, clock: utc))
-                return object
-            })
-            out += line.line + "\n"
+            out += Self.cacheObject(cache).line + "\n"
         }
+        out += Self.totalObject(plan).line + "\n"
+        out.flush()
+    }
+
+    /// A feed's `feed` line: its schedule, release, jitter, machine id and conditions.
+    private static func feedObject(_ feed: FeedPlan, plan: Plan) -> JSONObject {
+        var line = JSONObject()
+        line.add("type", "feed")
+        line.add("feed", feed.name)
+        line.add("timezone", feed.zoneName)
+        line.add("schedule", feed.schedule)
+        line.add("windows", strings: feed.windows.map(\.description))
+        line.add("next_releases", strings: feed.nextReleases.map { TimeFormat.rfc3339($0, clock: feed.clock) })
+        line.add("current_release", feed.currentRelease.map { TimeFormat.rfc3339($0, clock: feed.clock) })
+        line.add("jitter_s", feed.jitterOffset)
+        line.add("jitter_max_s", feed.jitter.seconds)
+        line.add("machine_id_source", plan.machineID.flatMap { $0.usable ? $0.source : nil })
+        if let id = plan.machineID, !id.usable {
+            line.add("machine_id_problem", "\(id.source) is \(id.value.isEmpty ? "empty" : id.value): the image baked no usable machine id")
+        }
+        line.add("window_open", feed.windowOpen)
+        line.add("conditions", object: conditionsObject(plan.conditions, holds: feed.holds))
+        return line
+    }
+
+    /// The conditions as probed, and whether each of the feed's checks holds.
+    private static func conditionsObject(_ c: ConditionSnapshot, holds: [(name: String, ok: Bool)]) -> JSONObject {
+        var conditions = JSONObject()
+        // An unknown reading (SPEC §7) says so, why, and what it counts as.
+        conditions.add("network", c.networkUnknown == nil ? (c.metered ? "metered" : "unmetered") : "unknown")
+        conditions.add("network_source", c.networkSource)
+        if let reason = c.networkUnknown {
+            conditions.add("network_reason", reason)
+            conditions.add("network_counts_as", c.metered ? "metered" : "unmetered")
+        }
+        conditions.add("power", c.powerUnknown == nil ? (c.onAC ? "ac" : "battery") : "unknown")
+        conditions.add("battery", c.batteryLevel.map { Int64($0) })
+        conditions.add("power_source", c.powerSource)
+        if let reason = c.powerUnknown {
+            conditions.add("power_reason", reason)
+            conditions.add("power_counts_as", "ac")
+        }
+        conditions.add("free_bytes", c.freeBytes)
+        conditions.add("free_source", c.freeSource)
+        if let reason = c.freeUnknown {
+            conditions.add("free_reason", reason)
+            conditions.add("free_counts_as", "enough")
+        }
+        for check in holds { conditions.add(check.name + "_ok", check.ok) }
+        return conditions
+    }
+
+    /// A `resource` line per row, its times formatted once each (rows share them).
+    private static func writeResourceLines(_ feed: FeedPlan, to out: inout ChunkedOutput) {
+        var times: [Instant: String] = [:]
+        var offsets = ZoneOffsets(feed.clock)
+        func time(_ instant: Instant) -> String {
+            if let text = times[instant] { return text }
+            let text = TimeFormat.rfc3339(instant, offsets: &offsets)
+            times[instant] = text
+            return text
+        }
+        for item in feed.items {
+            var row = JSONObject()
+            row.add("type", "resource")
+            row.add("feed", item.feed)
+            row.add("path", item.path)
+            row.add("url", item.url)
+            row.add("served_by", item.servedBy)
+            row.add("state", item.status.rawValue)
+            row.add("reason", item.reason)
+            row.add("next", item.next.map(time))
+            row.add("bytes", item.bytes)
+            row.add("remaining", item.remaining)
+            row.add("priority", item.priority.rawValue)
+            row.add("window_end", item.windowEnd.map(time))
+            row.add("eta", item.estimatedFinish.map(time))
+            row.add("fits", item.fits)
+            row.add("error", item.error)
+            out += row.line + "\n"
+            out.flushIfFull()
+        }
+    }
+
+    /// The `cache` line (max_cache_size, SPEC §8): use before and after, and what makes room.
+    private static func cacheObject(_ cache: CachePlan) -> JSONObject {
+        var line = JSONObject()
+        line.add("type", "cache")
+        line.add("max_cache_size", cache.maxBytes)
+        line.add("used", cache.used)
+        line.add("used_after", cache.usedAfter)
+        let utc = ZoneClock(TimeZone(identifier: "UTC")!)
+        line.add("making_room", objects: cache.removals.map { room in
+            var object = JSONObject()
+            object.add("feed", room.feed)
+            switch room.kind {
+            case .file(let path): object.add("path", path)
+            case .generation(let n): object.add("generation", Int64(n))
+            }
+            object.add("bytes", room.bytes)
+            object.add("placed", TimeFormat.rfc3339(room.placed, clock: utc))
+            return object
+        })
+        return line
+    }
+
+    /// The final `total` line: rows by state, bytes, and the throughput assumed.
+    private static func totalObject(_ plan: Plan) -> JSONObject {
         var total = JSONObject()
         total.add("type", "total")
         let totals = Totals(plan)
@@ -124,8 +149,7 @@ public struct PlanRenderer {
         total.add("not_fitting", Int64(totals.notFitting))
         total.add("throughput_bps", plan.throughput)
         total.add("throughput_measured", plan.throughputMeasured)
-        out += total.line + "\n"
-        out.flush()
+        return total
     }
 
     // MARK: Text

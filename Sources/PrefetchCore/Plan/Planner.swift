@@ -94,160 +94,225 @@ public enum Planner {
 
     // MARK: One feed
 
+    /// One feed's plan: its release, window and conditions, and a row per resource in
+    /// manifest order.
     static func planFeed(_ feed: Feed, input: PlanInput) -> FeedPlan {
-        let now = input.now
-        let timing = FeedTiming(feed, machineID: input.machineID?.usableValue)
-        let feedState = input.state.feeds[feed.name].map { recorded in
-            var state = recorded
-            state.lastRelease = believed(recorded.lastRelease, now: now, else: now)
-            state.lastReleaseFinished = believed(recorded.lastReleaseFinished, now: now, else: now)
-            return state
-        }
-        let release = timing.currentRelease(at: now, state: feedState)
-        let gate = timing.gate(for: release)
-        let nextRelease = timing.nextReleases(after: now, count: 1, state: feedState).first
-        let nextGate = nextRelease.map { timing.gate(for: $0) ?? $0 }
-        let open = timing.openInterval(at: now)
-        let blocked = conditionBlocks(feed, conditions: input.conditions, state: input.state, now: now, clock: timing.clock)
-        // Per feed, not per resource: the next opportunity and why the window is shut.
-        let nextOpportunity = timing.opportunity(atOrAfter: max(now, gate ?? now))
-        let closedReason = open == nil ? (timing.inWindowJitter(at: now) ? jitterReason : "window closed") : ""
-        // Due work's window end, and the opening after it: the feed's, the same for each row.
-        let windowEnd = open.flatMap { $0.close == Int64.max ? nil : Instant(seconds: $0.close) }
-        let openingAfter = windowEnd.flatMap { timing.opportunity(atOrAfter: $0) }
-
+        let context = FeedContext(feed, input: input)
         var items = PlanRows(feed: feed.name, resources: feed.resources)
         for (row, resource) in feed.resources.enumerated() {
-            let key = ResourceKey(feed: feed.name, path: resource.path)
-            // Nothing recorded or cached (a first plan): no key hashed twice per row.
-            let state = input.state.resources.isEmpty ? nil : input.state.resources[key]
-            let cached = !input.cached.isEmpty && input.cached.contains(feed: feed.name, position: row)
-            // Hashing the URL and the entry is only needed to compare with what was recorded.
-            // Its 32 bytes, compared with the record's; the hex only for a partial, a failure
-            // record or a URL that does not match (an older schema's mark, a changed URL).
-            let digest = state == nil ? nil : resource.url.identityDigest
-            var identityText: String?
-            func identity() -> String {
-                if let identityText { return identityText }
-                let text = digest?.hex ?? ""
-                identityText = text
-                return text
-            }
-            let sameURL = state.map { recorded in
-                digest.map(recorded.recordsURL) == true || resource.url.matches(recorded: recorded.urlHash, identity: identity())
-            } ?? false
-            // Its partial as the run sees it (SPEC §7): only one it would resume counts.
-            let resumePoint = state?.partial == nil ? nil
-                : ResumePoint.of(resource, state: state, identity: identity(), file: input.partialFiles[key], bootID: input.bootID)
-            let bytes = resource.size ?? resumePoint?.total ?? (cached ? state?.length : nil) ?? state?.lastResponseLength
-                ?? state?.partial?.totalLength
-            var item = PlanItem(feed: feed.name, resource: resource, row: row, status: .due, reason: "", bytes: bytes, remaining: bytes)
-            if cached { item.server = state?.servedBy?.shown.map { .other($0) } ?? .entry }
-
-            // expired, or never fetchable (expires not after not_before: a manifest warning)
-            if let expires = resource.expires, expires <= now || resource.notBefore.map({ expires <= $0 }) == true {
-                item.status = .expired
-                item.reason = "expired"
-                item.remaining = 0
-                items.append(item)
-                continue
-            }
-            // failed / backoff: only failures of the release in force, and of this version of
-            // the entry, count (a changed entry starts its attempts afresh)
-            if let state, state.failures > 0 || state.permanentFailure, let failedIn = state.failureRelease,
-               failedIn == (release ?? failedIn),
-               state.failureEntry.map({ $0 == resource.fingerprint(identity: identity()) }) ?? sameURL {
-                item.error = state.lastError
-                if state.permanentFailure || state.failures >= feed.retry.attempts {
-                    item.status = .failed
-                    item.reason = state.permanentFailure ? "permanent error" : "gave up after \(state.failures) attempts"
-                    item.next = nextGate
-                    items.append(item)
-                    continue
-                }
-                // A retry is never set more than max_backoff ahead: one further ahead is from a clock set back since.
-                let latest = now + feed.retry.maxBackoff
-                if let retry = state.nextRetry.map({ $0 > latest.advanced(bySeconds: clockSlack) ? latest : $0 }), retry > now {
-                    item.status = .backoff
-                    item.reason = "attempt \(state.failures) of \(feed.retry.attempts) failed"
-                    item.next = retry
-                    items.append(item)
-                    continue
-                }
-            }
-            // changed: the copy no longer matches its entry (URL without its query, sha256,
-            // size): due whatever refresh says; removing a sha256 or size changes nothing
-            let changed = cached && (state.map { Self.copyIsOfAnotherEntry(resource, $0, sameURL: sameURL) } ?? false)
-            // fresh
-            let validated = (cached && sameURL && !changed) ? believed(state?.validatedAt, now: now, else: nil) : nil
-            if let validated {
-                let beforeRelease = release.map { validated < $0 } ?? (timing.mode == .afterPrevious && feedState == nil)
-                if !(beforeRelease && now.isAtLeast(feed.refresh, after: validated)) {
-                    item.status = .fresh
-                    item.reason = "fresh"
-                    item.remaining = 0
-                    let byAge = validated + feed.refresh
-                    item.next = beforeRelease ? byAge : max(nextGate ?? byAge, byAge)
-                    items.append(item)
-                    continue
-                }
-            }
-            // Work to do in this release: how much is left after the offset the run resumes from.
-            if let resumePoint {
-                item.resumeFrom = resumePoint.resumeFrom
-                if let total = bytes, resumePoint.resumeFrom <= total { item.remaining = total - resumePoint.resumeFrom }
-            }
-            let dueReason = !cached ? (resumePoint != nil ? "resume" : "not cached") : changed ? "changed" : "stale"
-            // deferred: embargo, window, jitter
-            let earliest = max(now, gate ?? now, resource.notBefore ?? now)
-            if let notBefore = resource.notBefore, notBefore > now {
-                item.status = .deferred
-                item.reason = embargoReason
-                item.next = timing.opportunity(atOrAfter: earliest)
-            } else if open == nil {
-                item.status = .deferred
-                item.reason = closedReason
-                item.next = nextOpportunity
-            } else if let gate, gate > now {
-                item.status = .deferred
-                item.reason = jitterReason
-                item.next = nextOpportunity
-            } else if let block = blocked.first(where: { !$0.ok }) {
-                item.status = .waiting
-                item.reason = block.reason
-            } else if let budgetBlock = meteredBudgetBlock(feed, remaining: resource.encoding == .decode ? nil : item.remaining, input: input,
-                                                           clock: timing.clock) {  // decode: the bytes on the wire are not known (§7)
-                item.status = .waiting
-                item.reason = budgetBlock
-            } else {
-                item.status = .due
-                item.reason = dueReason
-                item.windowEnd = windowEnd
-                item.nextOpening = openingAfter
-                // §6's deadline rule: judged on the resource's last 2xx response (none recorded:
-                // never fetched, it starts); a resumable partial can always go on.
-                if resumePoint == nil, let last = state?.lastResponse,
-                   !ResumeRule.judge(last, sha256Given: resource.sha256 != nil, encoding: resource.encoding).isResumable {
-                    item.resumable = false
-                }
-            }
-            // A held origin (SPEC §6): what would be due or waiting waits for the hold's end,
-            // when one request probes the origin. Never believed beyond max_backoff from now.
-            if !input.state.originHolds.isEmpty, item.status == .due || item.status == .waiting,
-               let hold = Self.hold(of: resource, state: state, holds: input.state.originHolds, now: now) {
-                item.status = .backoff
-                item.reason = originHeldPrefix + hold.reason
-                item.next = min(hold.until, now + feed.retry.maxBackoff)
-                item.windowEnd = nil
-            }
-            items.append(item)
+            items.append(planItem(resource, row: row, in: context))
         }
+        let now = input.now, timing = context.timing, gate = context.gate
         return FeedPlan(name: feed.name, zoneName: feed.timeZoneName, clock: timing.clock,
                         schedule: feed.schedule?.source, windows: feed.windows, days: feed.days,
-                        nextReleases: timing.nextReleases(after: now, count: 5, state: feedState),
-                        currentRelease: release, jitter: feed.jitter, jitterOffset: timing.jitterOffset,
-                        windowOpen: open != nil && (gate ?? now) <= now,
-                        holds: blocked.map { (name: $0.name, ok: $0.ok) }, items: items)
+                        nextReleases: timing.nextReleases(after: now, count: 5, state: context.feedState),
+                        currentRelease: context.release, jitter: feed.jitter, jitterOffset: timing.jitterOffset,
+                        windowOpen: context.open != nil && (gate ?? now) <= now,
+                        holds: context.blocked.map { (name: $0.name, ok: $0.ok) }, items: items)
+    }
+
+    /// What every row of one feed shares: its release and gate, its window, its conditions.
+    private struct FeedContext {
+        let feed: Feed
+        let input: PlanInput
+        let now: Instant
+        let timing: FeedTiming
+        /// The feed's record, its times believed (`believed`).
+        let feedState: FeedState?
+        let release: Instant?
+        let gate: Instant?
+        let nextGate: Instant?
+        let open: WindowSchedule.Interval?
+        let blocked: [(name: String, ok: Bool, reason: String)]
+        /// The next opportunity and why the window is shut.
+        let nextOpportunity: Instant?
+        let closedReason: String
+        /// Due work's window end, and the opening after it.
+        let windowEnd: Instant?
+        let openingAfter: Instant?
+
+        init(_ feed: Feed, input: PlanInput) {
+            let now = input.now
+            let timing = FeedTiming(feed, machineID: input.machineID?.usableValue)
+            let feedState = input.state.feeds[feed.name].map { recorded in
+                var state = recorded
+                state.lastRelease = Planner.believed(recorded.lastRelease, now: now, else: now)
+                state.lastReleaseFinished = Planner.believed(recorded.lastReleaseFinished, now: now, else: now)
+                return state
+            }
+            let release = timing.currentRelease(at: now, state: feedState)
+            let gate = timing.gate(for: release)
+            let nextRelease = timing.nextReleases(after: now, count: 1, state: feedState).first
+            let open = timing.openInterval(at: now)
+            self.feed = feed
+            self.input = input
+            self.now = now
+            self.timing = timing
+            self.feedState = feedState
+            self.release = release
+            self.gate = gate
+            nextGate = nextRelease.map { timing.gate(for: $0) ?? $0 }
+            self.open = open
+            blocked = Planner.conditionBlocks(feed, conditions: input.conditions, state: input.state, now: now, clock: timing.clock)
+            // Per feed, not per resource: the next opportunity and why the window is shut.
+            nextOpportunity = timing.opportunity(atOrAfter: max(now, gate ?? now))
+            closedReason = open == nil ? (timing.inWindowJitter(at: now) ? Planner.jitterReason : "window closed") : ""
+            // Due work's window end, and the opening after it: the feed's, the same for each row.
+            let windowEnd = open.flatMap { $0.close == Int64.max ? nil : Instant(seconds: $0.close) }
+            self.windowEnd = windowEnd
+            openingAfter = windowEnd.flatMap { timing.opportunity(atOrAfter: $0) }
+        }
+    }
+
+    /// One resource's row: expired, failed or backing off, or fresh, whichever applies
+    /// first; else the work of this release (`planWork`), which a held origin may hold back.
+    private static func planItem(_ resource: Resource, row: Int, in context: FeedContext) -> PlanItem {
+        let feed = context.feed, input = context.input, now = context.now
+        let key = ResourceKey(feed: feed.name, path: resource.path)
+        // Nothing recorded or cached (a first plan): no key hashed twice per row.
+        let state = input.state.resources.isEmpty ? nil : input.state.resources[key]
+        let cached = !input.cached.isEmpty && input.cached.contains(feed: feed.name, position: row)
+        // Hashing the URL and the entry is only needed to compare with what was recorded.
+        // Its 32 bytes, compared with the record's; the hex only for a partial, a failure
+        // record or a URL that does not match (an older schema's mark, a changed URL).
+        let digest = state == nil ? nil : resource.url.identityDigest
+        var identityText: String?
+        func identity() -> String {
+            if let identityText { return identityText }
+            let text = digest?.hex ?? ""
+            identityText = text
+            return text
+        }
+        let sameURL = state.map { recorded in
+            digest.map(recorded.recordsURL) == true || resource.url.matches(recorded: recorded.urlHash, identity: identity())
+        } ?? false
+        // Its partial as the run sees it (SPEC §7): only one it would resume counts.
+        let resumePoint = state?.partial == nil ? nil
+            : ResumePoint.of(resource, state: state, identity: identity(), file: input.partialFiles[key], bootID: input.bootID)
+        let bytes = resource.size ?? resumePoint?.total ?? (cached ? state?.length : nil) ?? state?.lastResponseLength
+            ?? state?.partial?.totalLength
+        var item = PlanItem(feed: feed.name, resource: resource, row: row, status: .due, reason: "", bytes: bytes, remaining: bytes)
+        if cached { item.server = state?.servedBy?.shown.map { .other($0) } ?? .entry }
+
+        // expired, or never fetchable (expires not after not_before: a manifest warning)
+        if let expires = resource.expires, expires <= now || resource.notBefore.map({ expires <= $0 }) == true {
+            item.status = .expired
+            item.reason = "expired"
+            item.remaining = 0
+            return item
+        }
+        // failed / backoff: only failures of the release in force, and of this version of
+        // the entry, count (a changed entry starts its attempts afresh)
+        if let state, state.failures > 0 || state.permanentFailure, let failedIn = state.failureRelease,
+           failedIn == (context.release ?? failedIn),
+           state.failureEntry.map({ $0 == resource.fingerprint(identity: identity()) }) ?? sameURL {
+            if markFailure(&item, state: state, in: context) { return item }
+        }
+        // changed: the copy no longer matches its entry (URL without its query, sha256,
+        // size): due whatever refresh says; removing a sha256 or size changes nothing
+        let changed = cached && (state.map { Self.copyIsOfAnotherEntry(resource, $0, sameURL: sameURL) } ?? false)
+        // fresh
+        let validated = (cached && sameURL && !changed) ? believed(state?.validatedAt, now: now, else: nil) : nil
+        if let validated, markFresh(&item, validated: validated, in: context) { return item }
+        // Work to do in this release: how much is left after the offset the run resumes from.
+        if let resumePoint {
+            item.resumeFrom = resumePoint.resumeFrom
+            if let total = bytes, resumePoint.resumeFrom <= total { item.remaining = total - resumePoint.resumeFrom }
+        }
+        let dueReason = !cached ? (resumePoint != nil ? "resume" : "not cached") : changed ? "changed" : "stale"
+        planWork(&item, resource, state: state, resuming: resumePoint != nil, dueReason: dueReason, in: context)
+        holdForOrigin(&item, resource, state: state, in: context)
+        return item
+    }
+
+    /// failed (a permanent error, or no attempts left) or backoff (the retry not yet due),
+    /// for a resource whose failures count; false when neither applies. The last error is
+    /// shown either way.
+    private static func markFailure(_ item: inout PlanItem, state: ResourceState, in context: FeedContext) -> Bool {
+        let feed = context.feed, now = context.now
+        item.error = state.lastError
+        if state.permanentFailure || state.failures >= feed.retry.attempts {
+            item.status = .failed
+            item.reason = state.permanentFailure ? "permanent error" : "gave up after \(state.failures) attempts"
+            item.next = context.nextGate
+            return true
+        }
+        // A retry is never set more than max_backoff ahead: one further ahead is from a clock set back since.
+        let latest = now + feed.retry.maxBackoff
+        if let retry = state.nextRetry.map({ $0 > latest.advanced(bySeconds: clockSlack) ? latest : $0 }), retry > now {
+            item.status = .backoff
+            item.reason = "attempt \(state.failures) of \(feed.retry.attempts) failed"
+            item.next = retry
+            return true
+        }
+        return false
+    }
+
+    /// fresh: the copy, validated at `validated`, needs no work in this release; false when
+    /// it does (validated before the release in force began, and `refresh` has passed).
+    private static func markFresh(_ item: inout PlanItem, validated: Instant, in context: FeedContext) -> Bool {
+        let feed = context.feed
+        let beforeRelease = context.release.map { validated < $0 } ?? (context.timing.mode == .afterPrevious && context.feedState == nil)
+        if beforeRelease && context.now.isAtLeast(feed.refresh, after: validated) { return false }
+        item.status = .fresh
+        item.reason = "fresh"
+        item.remaining = 0
+        let byAge = validated + feed.refresh
+        item.next = beforeRelease ? byAge : max(context.nextGate ?? byAge, byAge)
+        return true
+    }
+
+    /// Work to do in this release: deferred (embargo, window, jitter), waiting (a condition,
+    /// the metered budget) or due, with the window it is due in.
+    private static func planWork(_ item: inout PlanItem, _ resource: Resource, state: ResourceState?, resuming: Bool, dueReason: String,
+                                 in context: FeedContext) {
+        let now = context.now, timing = context.timing, gate = context.gate
+        // deferred: embargo, window, jitter
+        let earliest = max(now, gate ?? now, resource.notBefore ?? now)
+        if let notBefore = resource.notBefore, notBefore > now {
+            item.status = .deferred
+            item.reason = embargoReason
+            item.next = timing.opportunity(atOrAfter: earliest)
+        } else if context.open == nil {
+            item.status = .deferred
+            item.reason = context.closedReason
+            item.next = context.nextOpportunity
+        } else if let gate, gate > now {
+            item.status = .deferred
+            item.reason = jitterReason
+            item.next = context.nextOpportunity
+        } else if let block = context.blocked.first(where: { !$0.ok }) {
+            item.status = .waiting
+            item.reason = block.reason
+        } else if let budgetBlock = meteredBudgetBlock(context.feed, remaining: resource.encoding == .decode ? nil : item.remaining,
+                                                       input: context.input, clock: timing.clock) {  // decode: the bytes on the wire are not known (§7)
+            item.status = .waiting
+            item.reason = budgetBlock
+        } else {
+            item.status = .due
+            item.reason = dueReason
+            item.windowEnd = context.windowEnd
+            item.nextOpening = context.openingAfter
+            // §6's deadline rule: judged on the resource's last 2xx response (none recorded:
+            // never fetched, it starts); a resumable partial can always go on.
+            if !resuming, let last = state?.lastResponse,
+               !ResumeRule.judge(last, sha256Given: resource.sha256 != nil, encoding: resource.encoding).isResumable {
+                item.resumable = false
+            }
+        }
+    }
+
+    /// A held origin (SPEC §6): what would be due or waiting waits for the hold's end,
+    /// when one request probes the origin. Never believed beyond max_backoff from now.
+    private static func holdForOrigin(_ item: inout PlanItem, _ resource: Resource, state: ResourceState?, in context: FeedContext) {
+        let holds = context.input.state.originHolds, now = context.now
+        if !holds.isEmpty, item.status == .due || item.status == .waiting,
+           let hold = Self.hold(of: resource, state: state, holds: holds, now: now) {
+            item.status = .backoff
+            item.reason = originHeldPrefix + hold.reason
+            item.next = min(hold.until, now + context.feed.retry.maxBackoff)
+            item.windowEnd = nil
+        }
     }
 
     /// The hold a resource waits for (SPEC §6): its URL's origin's. With mirrors (§8) only
