@@ -70,16 +70,44 @@ import Testing
 
     struct File { let folder: String; let name: String; let code: String }
 
+    /// Every source file, with the top folder it is in (its layer); a file in a folder below
+    /// (`Values/Compact/`) belongs to its top folder's layer, its name the path below it.
     static func files() throws -> [File] {
         var out: [File] = []
         for folder in try FileManager.default.contentsOfDirectory(atPath: sources.path).sorted() {
             let url = sources.appendingPathComponent(folder)
             guard (try? url.resourceValues(forKeys: [.isDirectoryKey]).isDirectory) == true else { continue }
-            for name in try FileManager.default.contentsOfDirectory(atPath: url.path).sorted() where name.hasSuffix(".swift") {
+            let names = FileManager.default.enumerator(atPath: url.path)?.compactMap { $0 as? String } ?? []
+            for name in names.sorted() where name.hasSuffix(".swift") {
                 out.append(File(folder: folder, name: name, code: code(try String(contentsOf: url.appendingPathComponent(name), encoding: .utf8))))
             }
         }
         return out
+    }
+
+    /// Bytes are handled through pointers in one place (`Values/Compact/`: the byte comparison,
+    /// the hash table, the presence words) and in the owners of C libraries and system calls:
+    /// the domain and output layers read as plain Swift, with no unsafe pointer, `withUTF8`
+    /// or `memcmp` (the SQLite owner, `State/SQLite.swift`, aside).
+    @Test func theDomainLayersHoldNoPointers() throws {
+        let plain: Set<String> = ["Manifest", "Plan", "State", "Output", "Run", "Commands"]
+        let forbidden = try Regex("Unsafe[A-Za-z]*Pointer|withUnsafe|withUTF8|memcmp|utf8Start")
+        var found: [String] = []
+        for file in try Self.files() where plain.contains(file.folder) && !(file.folder == "State" && file.name == "SQLite.swift") {
+            for line in file.code.split(separator: "\n") where line.contains(forbidden) { found.append("\(file.folder)/\(file.name): \(line)") }
+        }
+        #expect(found.isEmpty, Comment(rawValue: found.joined(separator: "\n")))
+    }
+
+    /// Each storage idiom has one home (`Values/Compact/`): no box class, hash table of
+    /// bytes (`Hasher()` fed by hand) or `memcmp` of their own elsewhere.
+    @Test func storageIdiomsLiveInCompact() throws {
+        let idioms = try Regex("final class [A-Za-z]*Box\\b|Hasher\\(\\)|memcmp")
+        var found: [String] = []
+        for file in try Self.files() where !(file.folder == "Values" && file.name.hasPrefix("Compact/")) {
+            for line in file.code.split(separator: "\n") where line.contains(idioms) { found.append("\(file.folder)/\(file.name): \(line)") }
+        }
+        #expect(found.isEmpty, Comment(rawValue: found.joined(separator: "\n")))
     }
 
     /// No process-global mutable state: no stored `static var`, no `shared` instance, nothing

@@ -178,12 +178,14 @@ import TestSupport
             var length: UInt64?, placedAt: Instant?, validatedAt: Instant?, lastSuccess: Instant?
             var permanent = false, lastError: String?, failures = 0, failureRelease: Instant?, nextRetry: Instant?, entry: String?
             var response: ResponseFacts?, responseLength: UInt64?, validators = Validators()
+            var partial: PartialState?, servedBy: ServedBy?
         }
         func read(_ state: ResourceState) -> Plain {
             Plain(length: state.length, placedAt: state.placedAt, validatedAt: state.validatedAt, lastSuccess: state.lastSuccess,
                   permanent: state.permanentFailure, lastError: state.lastError, failures: state.failures,
                   failureRelease: state.failureRelease, nextRetry: state.nextRetry, entry: state.failureEntry,
-                  response: state.lastResponse, responseLength: state.lastResponseLength, validators: state.validators)
+                  response: state.lastResponse, responseLength: state.lastResponseLength, validators: state.validators,
+                  partial: state.partial, servedBy: state.servedBy)
         }
         var random = SplitMix64(seed: Self.seed)
         func number() -> UInt64? { random.next() % 3 == 0 ? nil : [0, 1, UInt64.max, random.next()][Int(random.next() % 4)] }
@@ -204,7 +206,15 @@ import TestSupport
             var state = ResourceState(urlHash: "u")
             var plain = Plain()
             for _ in 0..<10 {
-                switch random.next() % 13 {
+                switch random.next() % 15 {
+                case 13:
+                    let v: PartialState? = random.next() % 3 == 0 ? nil
+                        : PartialState(urlHash: "p", validators: validators(), totalLength: number(), syncedOffset: random.next() % 9, updatedAt: 1)
+                    state.partial = v; plain.partial = v
+                    #expect(state.hasPartial == (v != nil))
+                case 14:
+                    let v: ServedBy? = random.next() % 3 == 0 ? nil : ServedBy(hash: text(), shown: text())
+                    state.servedBy = v; plain.servedBy = v
                 case 0: let v = number(); state.length = v; plain.length = v
                 case 1: let v = instant(); state.placedAt = v; plain.placedAt = v
                 case 2: let v = instant(); state.validatedAt = v; plain.validatedAt = v
@@ -227,6 +237,7 @@ import TestSupport
             (again.permanentFailure, again.lastError, again.failures) = (plain.permanent, plain.lastError, plain.failures)
             (again.failureRelease, again.nextRetry, again.failureEntry) = (plain.failureRelease, plain.nextRetry, plain.entry)
             (again.lastResponse, again.lastResponseLength) = (plain.response, plain.responseLength)
+            (again.partial, again.servedBy) = (plain.partial, plain.servedBy)
             again.validators = plain.validators  // after the response: an inline one is kept apart first
             #expect(again == state, "seed \(Self.seed), round \(round)")
         }
@@ -264,62 +275,39 @@ import TestSupport
         }
     }
 
-    /// `ListedPaths`: each listed path over 15 bytes is found from its bytes as the resource's
-    /// own string (the same storage); a shorter, unlisted or other feed's path is not. Then
-    /// a read of state.db keys its rows by those strings.
-    @Test func listedPathsAreFoundAsTheResourcesOwnStrings() throws {
-        var random = SplitMix64(seed: Self.seed)
-        func base(_ text: String) -> UnsafeRawPointer? { text.utf8.withContiguousStorageIfAvailable { UnsafeRawPointer($0.baseAddress) } ?? nil }
-        for round in 0..<20 {
-            // Paths of 10 to 40 bytes, some only a byte apart (the same hash slot neighbourhood).
-            let count = Int(random.next() % 300)
-            var paths: [String] = []
-            for index in 0..<count {
-                let stem = String(repeating: "d", count: Int(random.next() % 30))
-                paths.append("p\(stem)/f\(index % 7)-\(index).bin")
-            }
-            let yaml = "name: f\nresources:" + (count == 0 ? " []\n" : "\n")
-                + paths.map { "  - { url: \"https://e.com/x\", path: \"\($0)\" }\n" }.joined()
-            let feed = try #require(FeedDecoder(config: Config()).decode(Array(yaml.utf8), file: "f.yaml").feed, "seed \(Self.seed)")
-            var listed = ListedPaths([ListedFeedPaths(feed)])
-            func find(_ text: String, feed name: String = "f") -> String? {
-                var bytes = text
-                return bytes.withUTF8 { listed.path(feed: name, $0) }
-            }
-            for resource in feed.resources {
-                let found = find(String(decoding: Array(resource.path.utf8), as: UTF8.self))  // another string of the same bytes
-                if resource.path.utf8.count > 15 {
-                    let kept = try #require(found, "seed \(Self.seed), round \(round): \(resource.path) not found")
-                    #expect(kept == resource.path && base(kept) == base(resource.path), "seed \(Self.seed), round \(round)")
-                } else {
-                    #expect(found == nil, "seed \(Self.seed), round \(round): \(resource.path)")
-                }
-                #expect(find(resource.path, feed: "g") == nil)
-                #expect(find(resource.path + "x") == nil || paths.contains(resource.path + "x"))
-            }
-        }
-        // A read of state.db: the row's key holds the listed resource's string.
+    /// A read of state.db keys each row by its path's bytes: paths that are canonically
+    /// equivalent but not the same bytes ("é" as one scalar and as "e" + U+0301) are two
+    /// files on disk and two records, and each reads back its own bytes.
+    @Test func stateRowsAreKeyedByTheirPathsBytes() throws {
         let folder = try TemporaryFolder()
         let store = try StateStore.openForWriting(folder.path + "/state.db")
-        let feed = try #require(FeedDecoder(config: Config()).decode(Array("""
-            name: f
-            resources:
-              - { url: "https://e.com/a", path: "a/rather/long/path.bin" }
-              - { url: "https://e.com/b", path: "short.bin" }
-              - { url: "https://e.com/c/read/from/the/url.bin", path: "c/read/from/the/url.bin" }
-            """.utf8), file: "f.yaml").feed)
-        #expect(feed.resources[2].pathIsShared && !feed.resources[0].pathIsShared)
-        for resource in feed.resources {
-            try store.recordValidated(ResourceKey(feed: "f", path: resource.path), urlHash: "h", validators: Validators(), length: 1,
+        let paths = ["a/rather/long/path.bin", "short.bin", "caf\u{E9}.bin", "cafe\u{301}.bin", "d/\u{FC}ber-a-long-name.mp4", "d/u\u{308}ber-a-long-name.mp4"]
+        for (index, path) in paths.enumerated() {
+            try store.recordValidated(ResourceKey(feed: "f", path: path), urlHash: "h", validators: Validators(), length: UInt64(index),
                                       sha256: nil, placed: true, at: 1)
         }
-        try store.recordValidated(ResourceKey(feed: "f", path: "no/longer/listed/path.bin"), urlHash: "h", validators: Validators(),
-                                  length: 1, sha256: nil, placed: true, at: 1)
-        store.sharePaths(of: [ListedFeedPaths(feed)])
         let snapshot = try store.snapshot()
-        let keys = Dictionary(uniqueKeysWithValues: snapshot.resources.map { ($0.key.path, $0.key.path) })
-        #expect(Set(keys.keys) == ["a/rather/long/path.bin", "short.bin", "c/read/from/the/url.bin", "no/longer/listed/path.bin"])
-        #expect(base(try #require(keys["a/rather/long/path.bin"])) == base(feed.resources[0].path))
+        #expect(snapshot.resources.count == paths.count)
+        #expect(Set(snapshot.resources.map { Array($0.key.path.utf8) }) == Set(paths.map { Array($0.utf8) }))
+        for (index, path) in paths.enumerated() {
+            #expect(snapshot.resources[ResourceKey(feed: "f", path: path)]?.length == UInt64(index), "\(path.debugDescription)")
+        }
+        // The same in a set of keys, and in the records' table without state.db.
+        #expect(Set(paths.map { ResourceKey(feed: "f", path: $0) }).count == paths.count)
+        var table = ResourceStates()
+        for (index, path) in paths.enumerated() { table[ResourceKey(feed: "f", path: path)] = ResourceState(urlHash: "\(index)") }
+        #expect(table.count == paths.count && table[ResourceKey(feed: "f", path: "cafe\u{301}.bin")]?.urlHash == "3")
+    }
+
+    /// Validators are octets (RFC 9110 §8.8.3): an ETag canonically equivalent to another but
+    /// not the same bytes is another validator, and a record keeps the last response's own.
+    @Test func validatorsCompareTheirBytes() {
+        let composed = Validators(etag: "\"caf\u{E9}\""), decomposed = Validators(etag: "\"cafe\u{301}\"")
+        #expect(composed != decomposed)
+        var state = ResourceState(urlHash: String(repeating: "a", count: 64))
+        state.validators = composed
+        state.lastResponse = ResponseFacts(etag: decomposed.etag, date: "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(state.lastResponse.map { Array(($0.etag ?? "").utf8) } == Array((decomposed.etag ?? "").utf8))
     }
 
     /// `PlanRows` (numbers, and indexes into the feed's texts) against a plain array of
@@ -483,20 +471,26 @@ import TestSupport
         #expect(MemoryLayout<Resource>.stride <= 136, "\(MemoryLayout<Resource>.stride) bytes a resource")
     }
 
-    @Test func transferJobsKeepWhatIsSetAndCopiesStayApart() {
+    @Test func transferJobsKeepWhatIsSetAndCopiesStayApart() throws {
         var random = SplitMix64(seed: Self.seed &+ 7)
         let feed = JobFeed(PlannerTests.feed("name: t\nresources:\n  - url: https://e.com/a.bin\n    mirrors: [https://m.com/a.bin, https://n.com/a.bin]\n"))
-        var job = TransferJob(feed: feed, position: 0, urlHash: String(repeating: "ab", count: 32), release: 0, cachedValidators: nil,
+        let digest = try! #require(Digest256(hex: String(repeating: "ab", count: 32)))
+        var job = TransferJob(feed: feed, position: 0, urlDigest: digest, release: 0, cachedValidators: nil,
                               partial: nil, failures: 0)
-        typealias Plain = (length: UInt64?, failures: Int, url: Int, pass: MirrorOrder?, served: Int?, byURL: [Validators?]?)
-        var plain: Plain = (nil, 0, 0, nil, nil, nil)
+        typealias Plain = (length: UInt64?, failures: Int, url: Int, pass: MirrorOrder?, served: Int?, byURL: [Validators?]?, partial: PartialState?)
+        var plain: Plain = (nil, 0, 0, nil, nil, nil, nil)
         var copies: [(TransferJob, Plain)] = []
         func same(_ job: TransferJob, _ plain: Plain) -> Bool {
             job.cachedLength == plain.length && job.failures == plain.failures && job.urlIndex == plain.url && job.mirrorPass == plain.pass
-                && job.servedIndex == plain.served && job.validatorsByURL == plain.byURL
+                && job.servedIndex == plain.served && job.validatorsByURL == plain.byURL && job.partial == plain.partial
         }
         for round in 0..<3000 {
-            switch random.next() % 6 {
+            switch random.next() % 7 {
+            case 6:
+                let partial: PartialState? = random.next() % 3 == 0 ? nil
+                    : PartialState(urlHash: "h\(random.next() % 9)", validators: Validators(etag: "\"p\""), totalLength: random.next() % 2 == 0 ? nil : 9,
+                                   syncedOffset: random.next() % 100, updatedAt: 1)
+                (job.partial, plain.partial) = (partial, partial)
             case 0:
                 let length: UInt64? = random.next() % 3 == 0 ? nil : [0, 1, UInt64.max, random.next()][Int(random.next() % 4)]
                 (job.cachedLength, plain.length) = (length, length)

@@ -13,7 +13,7 @@ import TestSupport
         let feed = JobFeed(PlannerTests.feed(yaml))
         return feed.feed.resources.enumerated().map { position, resource in
             TransferJob(feed: feed, position: position,
-                        urlHash: resource.url.identityHash, release: 0, cachedValidators: nil, partial: nil, failures: 0)
+                        urlDigest: resource.url.identityDigest, release: 0, cachedValidators: nil, partial: nil, failures: 0)
         }
     }
 
@@ -92,7 +92,7 @@ import TestSupport
         // Expired while the retry waited: not started either.
         var changed = jobs[1].feed.feed
         changed.resources[1].expires = Instant(seconds: 10)
-        jobs[1] = TransferJob(feed: JobFeed(changed), position: 1, urlHash: jobs[1].urlHash,
+        jobs[1] = TransferJob(feed: JobFeed(changed), position: 1, urlDigest: jobs[1].urlDigest,
                               release: 0, cachedValidators: nil, partial: nil, failures: 1, notBefore: Instant(seconds: 9))
         let (other, _) = try Self.board([jobs[1]], shards: 1)
         #expect(other.next(now: Instant(seconds: 11)) { _ in .start } == nil, "an expired resource was started")

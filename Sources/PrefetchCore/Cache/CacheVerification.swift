@@ -5,7 +5,7 @@ extension CacheFolder {
     /// (no symlink followed) one `buffer` at a time: memory stays bounded whatever its size.
     /// Nil when there is no regular file there; the read error, when one came. `between`
     /// is called after each buffer (the daemon's watchdog: a 16 GiB file on an SD card takes minutes).
-    func hashFinal(feed: String, path: String, buffer: UnsafeMutableRawBufferPointer,
+    func hashFinal(feed: String, path: String, buffer: inout [UInt8],
                    between: () -> Void = {}) -> Result<String, Errno>? {
         var folders: [String: FileDescriptor] = [:]
         guard finalSize(feed: feed, path: path, folders: &folders) != nil, let folder = folders.values.first else { return nil }
@@ -17,12 +17,16 @@ extension CacheFolder {
         }
         let hasher = SHA256()
         while true {
-            switch file.read(into: buffer) {
+            let read = buffer.withUnsafeMutableBytes { buffer in
+                file.read(into: buffer).map { count in
+                    hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                    return count
+                }
+            }
+            switch read {
             case .failure(let error): return .failure(error)
             case .success(0): return .success(SHA256.hex(hasher.finish()))
-            case .success(let count):
-                hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-                between()
+            case .success: between()
             }
         }
     }

@@ -14,13 +14,13 @@ extension CacheFolder {
     /// release being staged when there is one), opened without following a symlink.
     /// A reader sees the old index or the new one, whole.
     func writeIndex(feed: String, _ bytes: [UInt8], view: FeedView = .writer) -> Result<Void, CacheError> {
-        writeIndex(feed: feed, view: view) { write in bytes.withUnsafeBytes(write) }
+        writeIndex(feed: feed, view: view) { hand in hand(bytes) }
     }
 
     /// The same with the text made while it is written: `produce` hands its pieces to the
     /// function it is given (an index of 100,000 resources is 33 MB, never held whole).
     func writeIndex(feed: String, view: FeedView = .writer,
-                    _ produce: (_ write: (UnsafeRawBufferPointer) -> Void) -> Void) -> Result<Void, CacheError> {
+                    _ produce: (_ write: ([UInt8]) -> Void) -> Void) -> Result<Void, CacheError> {
         let where_ = "\(path)/\(feed)/\(CacheLayout.index)"
         let folder: FileDescriptor
         var none: [FileDescriptor] = []
@@ -38,7 +38,7 @@ extension CacheFolder {
         }
         var written: Result<Void, Errno> = .success(())
         produce { piece in
-            if case .success = written { written = file.write(piece) }  // after a failure, nothing more
+            if case .success = written { written = piece.withUnsafeBytes { file.write($0) } }  // after a failure, nothing more
         }
         written = written.flatMap { syncIsFree ? .success(()) : file.sync() }
         if case .failure(let error) = written {

@@ -61,7 +61,6 @@ struct CacheSession {
         let path = cache.statePath
         do {
             let store = try StateStore.openForWriting(path, currentURL: currentURLs(feeds))
-            store.sharePaths(of: feeds.map(ListedFeedPaths.init))
             _ = try store.snapshot()
             return store
         } catch {
@@ -74,9 +73,7 @@ struct CacheSession {
             }
             for name in cache.partialNames() { cache.removePartial(name) }
             do {
-                let store = try StateStore.openForWriting(path)
-                store.sharePaths(of: feeds.map(ListedFeedPaths.init))
-                return store
+                return try StateStore.openForWriting(path)
             } catch {
                 console.err("prefetch: error: cannot create \(path): \(error)\n")
                 return nil
@@ -109,12 +106,3 @@ struct CacheSession {
     }
 }
 
-extension ListedFeedPaths {
-    /// The paths `feed` lists, read from its resources when asked (nothing copied); nil for
-    /// a path read from its URL's text, which has no string to share.
-    init(_ feed: Feed) {
-        self.init(feed: feed.name, count: feed.resources.count, path: { [resources = feed.resources] in
-            resources[$0].pathIsShared ? nil : resources[$0].path
-        })
-    }
-}

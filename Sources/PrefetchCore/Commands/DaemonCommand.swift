@@ -78,7 +78,6 @@ enum DaemonCommand {
                                              all: checkAllSources, stopRequested: stopRequested)
                 checkAllSources = false
                 feeds = sources.feeds.all
-                session.state.sharePaths(of: feeds.map(ListedFeedPaths.init))  // the old ones not kept by state.db's reads
                 let problems = sources.problems
                 for problem in problems { console.err("prefetch daemon: \(problem)\n") }  // said each pass, as the status
                 let outcome: RunPass.Outcome
@@ -120,7 +119,6 @@ enum DaemonCommand {
                 if let reloaded = context.loadLocalFeeds(config) {
                     local = reloaded
                     feeds = FeedSet.assemble(local: local, config: config).all
-                    session.state.sharePaths(of: feeds.map(ListedFeedPaths.init))
                     console.out("prefetch daemon: reloaded \(local.count) feed\(local.count == 1 ? "" : "s")\n")
                 } else {
                     console.err("prefetch daemon: reload failed; keeping the previous feeds\n")

@@ -3,11 +3,10 @@
 ///
 /// A radix tree of path components: an edge stands for a run of whole components, so a
 /// chain of folders that only one path goes through is one edge. Memory is linear in the
-/// number of paths and time in their length, however deep they go. (A map of every folder
-/// by its whole path was quadratic in a path's depth: 1,000 paths 2,000 folders deep, a
-/// 4 MB manifest, held 4 GB; a tree of single components still held 200 MB.) Compact, for
-/// a million paths: the paths' bytes in one arena, edges as ranges of it, found through
-/// an open-addressing table of indexes (no string, array or dictionary entry per path).
+/// number of paths and time in their length, however deep they go (a map of every folder by
+/// its whole path would be quadratic in a path's depth). Compact, for a million paths: the
+/// paths' bytes in one arena, edges as ranges of it, found through a `PositionTable` (no
+/// string, array or dictionary entry kept per path).
 struct PathClaims {
     /// Why a path cannot be claimed: the line of the resource it conflicts with.
     enum Conflict: Equatable {
@@ -35,9 +34,8 @@ struct PathClaims {
     /// string per path).
     private var arena: [UInt8] = []
     private var edges: [Edge] = []
-    /// An open-addressing hash table of `edges` by parent and first component: each slot an
-    /// index into `edges`, or -1. Its capacity is a power of two, at most half full.
-    private var slots = [Int32](repeating: -1, count: 16)
+    /// Where each edge is in `edges`, by its parent and first component.
+    private var table = PositionTable()
     /// For each node (0 is the root): the line of the resource whose file it is, or 0.
     private var fileLine: [Int32] = [0]
     /// For each node: the line of the resource it is a folder of, or 0.
@@ -46,11 +44,7 @@ struct PathClaims {
     /// Records `path` (checked: relative, no empty, `.` or `..` component) for the resource
     /// whose entry starts on `line`; nil, or the conflict, with nothing recorded.
     mutating func claim(_ path: String, line: Int) -> Conflict? {
-        var path = path
-        return path.withUTF8 { claim($0, line: line) }
-    }
-
-    private mutating func claim(_ bytes: UnsafeBufferPointer<UInt8>, line: Int) -> Conflict? {
+        let bytes = Array(path.utf8)
         let slash = UInt8(ascii: "/")
         let owner = Int32(clamping: line)
         var node: Int32 = 0
@@ -58,19 +52,18 @@ struct PathClaims {
         while true {
             var componentEnd = position
             while componentEnd < bytes.count, bytes[componentEnd] != slash { componentEnd += 1 }
-            let component = UnsafeBufferPointer(rebasing: bytes[position..<componentEnd])
-            let (slot, found) = find(parent: node, first: component)
-            guard let found else {
+            let component = bytes[position..<componentEnd]
+            let hash = Self.hash(parent: node, component)
+            guard let found = edge(from: node, first: component, hash: hash) else {
                 // Nothing here yet: the rest of the path is one new edge to its file.
                 let leaf = addNode(file: owner, folder: 0)
                 let start = arena.count
                 arena.append(contentsOf: bytes)
-                let edge = Edge(start: start + position, end: arena.count, firstLength: Int32(componentEnd - position),
-                                parent: node, target: leaf, line: owner)
-                insert(edge, at: slot)
+                add(Edge(start: start + position, end: arena.count, firstLength: Int32(componentEnd - position),
+                         parent: node, target: leaf, line: owner), hash: hash)
                 return nil
             }
-            let edge = edges[Int(found)]
+            let edge = edges[found]
             let start = edge.start, length = edge.end - edge.start
             var matched = 0
             while matched < length, position + matched < bytes.count, arena[start + matched] == bytes[position + matched] { matched += 1 }
@@ -97,42 +90,29 @@ struct PathClaims {
             let lowerStart = start + split + 1
             var lowerFirstEnd = lowerStart
             while lowerFirstEnd < edge.end, arena[lowerFirstEnd] != slash { lowerFirstEnd += 1 }
-            // The upper part keeps its slot (same parent, same first component).
-            edges[Int(found)].end = start + split
-            edges[Int(found)].target = middle
-            let lower = Edge(start: lowerStart, end: edge.end, firstLength: Int32(lowerFirstEnd - lowerStart), parent: middle,
-                             target: edge.target, line: edge.line)
-            let lowerSlot = arena.withUnsafeBufferPointer { all in
-                find(parent: middle, first: UnsafeBufferPointer(rebasing: all[lowerStart..<lowerFirstEnd])).slot
-            }
-            insert(lower, at: lowerSlot)
+            // The upper part keeps its place in the table (same parent, same first component).
+            edges[found].end = start + split
+            edges[found].target = middle
+            add(Edge(start: lowerStart, end: edge.end, firstLength: Int32(lowerFirstEnd - lowerStart), parent: middle,
+                     target: edge.target, line: edge.line),
+                hash: Self.hash(parent: middle, arena[lowerStart..<lowerFirstEnd]))
             node = middle
             position += split + 1
         }
     }
 
-    /// The slot of the edge from `parent` whose first component is `first`, and the edge;
-    /// or the empty slot where it would go, and nil.
-    private func find(parent: Int32, first: UnsafeBufferPointer<UInt8>) -> (slot: Int, edge: Int32?) {
-        let mask = slots.count - 1
-        var slot = Self.hash(parent: parent, first) & mask
-        while true {
-            let index = slots[slot]
-            if index < 0 { return (slot, nil) }
-            let edge = edges[Int(index)]
-            if edge.parent == parent, Int(edge.firstLength) == first.count,
-               arena.withUnsafeBufferPointer({ all in first.elementsEqual(all[edge.start..<(edge.start + first.count)]) }) {
-                return (slot, index)
-            }
-            slot = (slot + 1) & mask
+    /// The edge from `parent` whose first component is `first` (its hash `hash`), if any.
+    private func edge(from parent: Int32, first: ArraySlice<UInt8>, hash: Int) -> Int? {
+        table.position(hash: hash) { index in
+            let edge = edges[index]
+            return edge.parent == parent && Int(edge.firstLength) == first.count
+                && SameBytes.equal(first, arena[edge.start..<(edge.start + first.count)])
         }
     }
 
-    private mutating func insert(_ edge: Edge, at slot: Int) {
-        slots[slot] = Int32(edges.count)
+    private mutating func add(_ edge: Edge, hash: Int) {
         edges.append(edge)
-        guard edges.count * 2 > slots.count else { return }
-        rehash(slots: slots.count * 2)
+        table.append(hash: hash)
     }
 
     /// Room for `factor` times the paths claimed so far, made at once: when the number
@@ -145,33 +125,14 @@ struct PathClaims {
         edges.reserveCapacity(grown(edges.count))
         fileLine.reserveCapacity(grown(fileLine.count))
         folderLine.reserveCapacity(grown(folderLine.count))
-        var wanted = slots.count
-        while wanted < 2 * grown(edges.count) { wanted *= 2 }
-        if wanted > slots.count { rehash(slots: wanted) }
+        table.reserveCapacity(grown(edges.count))
     }
 
-    /// Every edge placed again, in a table of `count` slots (a power of two).
-    private mutating func rehash(slots count: Int) {
-        slots = [Int32](repeating: -1, count: count)
-        let mask = slots.count - 1
-        arena.withUnsafeBufferPointer { all in
-            for (index, edge) in edges.enumerated() {
-                let first = UnsafeBufferPointer(rebasing: all[edge.start..<(edge.start + Int(edge.firstLength))])
-                var slot = Self.hash(parent: edge.parent, first) & mask
-                while slots[slot] >= 0 { slot = (slot + 1) & mask }
-                slots[slot] = Int32(index)
-            }
-        }
-    }
-
-    /// Swift's `Hasher` over the parent and the component's bytes: seeded afresh in every
-    /// process, so a manifest cannot be written to make its paths collide (an unseeded hash
-    /// let chosen paths fill one run of slots, and the table's work grow with their square).
-    private static func hash(parent: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Int {
-        var hasher = Hasher()
-        hasher.combine(parent)
-        hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
-        return hasher.finalize()
+    /// The parent and the component's bytes, hashed with a seed fresh in every process
+    /// (`SameBytes.hash`): a manifest cannot be written to make its paths collide and the
+    /// table's work grow with their square.
+    private static func hash(parent: Int32, _ bytes: ArraySlice<UInt8>) -> Int {
+        SameBytes.hash(bytes, seed: Int(parent))
     }
 
     private mutating func addNode(file: Int32, folder: Int32) -> Int32 {

@@ -391,8 +391,7 @@ struct ChunkedOutput {
     }
 
     static func += (output: inout ChunkedOutput, text: String) {
-        var text = text  // the same storage; `withUTF8` is mutating
-        text.withUTF8 { output.buffer.append(contentsOf: $0) }
+        output.buffer.append(contentsOf: text.utf8)
     }
 
     static func += (output: inout ChunkedOutput, text: Substring) {

@@ -5,8 +5,8 @@ import Foundation
 /// Built from the plan made after a pass, state.db and what is cached; pure.
 ///
 /// Written as bytes, not through `JSONObject`'s strings: it is rewritten after every pass
-/// that changed the feed (2,000 304s included), and appending to a String cost 350
-/// instructions a piece there (7 % of a 2,000-file run's; `docs/BENCHMARKS.md`).
+/// that changed the feed (a revalidation of every file included), and a String grown piece
+/// by piece costs far more per piece than bytes appended to a buffer.
 enum ReaderIndex {
     /// One JSON object and a newline. `updated` is when it was written. Times are RFC 3339
     /// in the feed's zone, as in `plan --json`.
@@ -20,11 +20,11 @@ enum ReaderIndex {
 
     /// The same, handed to `write` in pieces of about 64 KiB as it is made, in three passes
     /// over the resources (`complete` first, as the head says it before the lists; then
-    /// `files`; then `missing`). At 100,000 resources the index is about 33 MB: made whole
-    /// in one buffer it was the largest thing at a revalidation `run`'s peak (36 MB of
-    /// 117 MB on the heap; heaptrack), and lists built apart and then joined held it twice.
+    /// `files`; then `missing`). A large feed's index runs to tens of MB: made whole in one
+    /// buffer it would be the largest thing at a revalidation `run`'s peak, and lists built
+    /// apart and then joined would hold it twice.
     static func render(_ feed: Feed, plan: FeedPlan, state: StateSnapshot, cached: CachedFiles,
-                       size: (Resource) -> UInt64?, updated: Instant, into write: (UnsafeRawBufferPointer) -> Void) {
+                       size: (Resource) -> UInt64?, updated: Instant, into write: ([UInt8]) -> Void) {
         let clock = plan.clock
         // Files placed together share their second: each second is formatted once.
         var formatted: [Int64: [UInt8]] = [:]
@@ -171,9 +171,9 @@ enum ReaderIndex {
 
         /// Hands what is held to `write` when it is more than `limit` bytes, and keeps the
         /// buffer's storage for what follows.
-        mutating func drain(over limit: Int, into write: (UnsafeRawBufferPointer) -> Void) {
+        mutating func drain(over limit: Int, into hand: ([UInt8]) -> Void) {
             guard bytes.count > limit else { return }
-            bytes.withUnsafeBytes(write)
+            hand(bytes)
             bytes.removeAll(keepingCapacity: true)
         }
 
@@ -186,23 +186,20 @@ enum ReaderIndex {
 
         mutating func close() { bytes.append(UInt8(ascii: "}")) }
 
-        private mutating func key(_ name: StaticString, first: Bool) {
+        private mutating func key(_ name: String, first: Bool) {
             if !(first || firstField) { bytes.append(UInt8(ascii: ",")) }
             firstField = false
             bytes.append(UInt8(ascii: "\""))
-            bytes.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+            bytes.append(contentsOf: name.utf8)
             bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
         }
 
-        mutating func field(_ name: StaticString, string value: String?, first: Bool = false) {
+        mutating func field(_ name: String, string value: String?, first: Bool = false) {
             key(name, first: first)
-            guard var value else { return bytes.append(contentsOf: Self.null) }
-            let plain = value.withUTF8 { utf8 in
-                utf8.allSatisfy { $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
-            }
-            if plain {
+            guard let value else { return bytes.append(contentsOf: Self.null) }
+            if value.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
                 bytes.append(UInt8(ascii: "\""))
-                value.withUTF8 { bytes.append(contentsOf: $0) }
+                bytes.append(contentsOf: value.utf8)
                 bytes.append(UInt8(ascii: "\""))
             } else {
                 bytes.append(contentsOf: Array(JSONObject.quote(value).utf8))
@@ -210,7 +207,7 @@ enum ReaderIndex {
         }
 
         /// A value already quoted JSON text would need: here an RFC 3339 time, quoted.
-        mutating func field(_ name: StaticString, raw value: [UInt8]?) {
+        mutating func field(_ name: String, raw value: [UInt8]?) {
             key(name, first: false)
             guard let value else { return bytes.append(contentsOf: Self.null) }
             bytes.append(UInt8(ascii: "\""))
@@ -218,19 +215,19 @@ enum ReaderIndex {
             bytes.append(UInt8(ascii: "\""))
         }
 
-        mutating func field(_ name: StaticString, number value: UInt64?) {
+        mutating func field(_ name: String, number value: UInt64?) {
             key(name, first: false)
             guard let value else { return bytes.append(contentsOf: Self.null) }
-            bytes.append(contentsOf: Array(String(value).utf8))
+            bytes.append(contentsOf: DecimalDigits(value))
         }
 
-        mutating func field(_ name: StaticString, bool value: Bool) {
+        mutating func field(_ name: String, bool value: Bool) {
             key(name, first: false)
             bytes.append(contentsOf: value ? Self.yes : Self.no)
         }
 
         /// `"name":[`; the objects that follow are its items.
-        mutating func openList(_ name: StaticString) {
+        mutating func openList(_ name: String) {
             key(name, first: false)
             bytes.append(UInt8(ascii: "["))
             firstInList = true

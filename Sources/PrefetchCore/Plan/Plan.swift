@@ -4,8 +4,8 @@ public enum ResourceStatus: String, Sendable, CaseIterable {
 }
 
 /// One resource's row in the plan, as its readers see it: its feed's name, its resource's
-/// path and URL (the same strings as the manifest's, nothing copied), its texts, and its
-/// numbers (`Values`). A feed's rows keep only the numbers and indexes into the feed's
+/// path and URL (the URL the manifest's own value; a path read from the URL made as a
+/// string of its own), its texts, and its numbers (`Values`). A feed's rows keep only the numbers and indexes into the feed's
 /// texts (`PlanRows`); a `PlanItem` is made when a row is read.
 public struct PlanItem: Sendable, Equatable {
     public let feed: String
@@ -125,79 +125,47 @@ public struct PlanItem: Sendable, Equatable {
 
     /// A row's numbers and small fields: what `PlanRows` keeps of it beside its texts.
     struct Values: Sendable, Equatable {
-        var numbers = Numbers()
+        /// `next`, `bytes`, `remaining`, `windowEnd`, `estimatedFinish`, `startOrder`,
+        /// `resumeFrom`, `nextOpening`: a word each.
+        var numbers = OptionalWords<8>()
         var status: ResourceStatus
         var priority: Priority
         var resumable = true
-        /// 0: not known; 1: false; 2: true.
-        var fitsCode: UInt8 = 0
+        var fits: Bool?
         var row: UInt32
 
         // The numbers of PlanItem's properties of the same names (documented there).
         var next: Instant? {
-            get { numbers.instant(0) }
-            set { numbers.set(0, instant: newValue) }
+            get { numbers[0] }
+            set { numbers[0] = newValue }
         }
         var bytes: UInt64? {
-            get { numbers.get(1) }
-            set { numbers.set(1, newValue) }
+            get { numbers[1] }
+            set { numbers[1] = newValue }
         }
         var remaining: UInt64? {
-            get { numbers.get(2) }
-            set { numbers.set(2, newValue) }
+            get { numbers[2] }
+            set { numbers[2] = newValue }
         }
         var windowEnd: Instant? {
-            get { numbers.instant(3) }
-            set { numbers.set(3, instant: newValue) }
+            get { numbers[3] }
+            set { numbers[3] = newValue }
         }
         var estimatedFinish: Instant? {
-            get { numbers.instant(4) }
-            set { numbers.set(4, instant: newValue) }
-        }
-        var fits: Bool? {
-            get { fitsCode == 0 ? nil : fitsCode == 2 }
-            set { fitsCode = newValue.map { $0 ? 2 : 1 } ?? 0 }
+            get { numbers[4] }
+            set { numbers[4] = newValue }
         }
         var startOrder: Int? {
-            get { numbers.get(5).map { Int(Int64(bitPattern: $0)) } }
-            set { numbers.set(5, newValue.map { UInt64(bitPattern: Int64($0)) }) }
+            get { numbers[5] }
+            set { numbers[5] = newValue }
         }
         var resumeFrom: UInt64? {
-            get { numbers.get(6) }
-            set { numbers.set(6, newValue) }
+            get { numbers[6] }
+            set { numbers[6] = newValue }
         }
         var nextOpening: Instant? {
-            get { numbers.instant(7) }
-            set { numbers.set(7, instant: newValue) }
-        }
-    }
-
-    /// Eight optional 64-bit numbers: the values, and a bit each for whether it is there.
-    struct Numbers: Sendable, Equatable {
-        private var values: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
-        private var present: UInt8 = 0
-
-        func get(_ index: Int) -> UInt64? {
-            guard present & (1 << index) != 0 else { return nil }
-            return withUnsafeBytes(of: values) { $0.load(fromByteOffset: index * 8, as: UInt64.self) }
-        }
-
-        mutating func set(_ index: Int, _ value: UInt64?) {
-            withUnsafeMutableBytes(of: &values) { $0.storeBytes(of: value ?? 0, toByteOffset: index * 8, as: UInt64.self) }
-            if value != nil { present |= 1 << index } else { present &= ~(1 << index) }
-        }
-
-        func instant(_ index: Int) -> Instant? {
-            get(index).map { Instant(nanoseconds: Int64(bitPattern: $0)) }
-        }
-
-        mutating func set(_ index: Int, instant: Instant?) {
-            set(index, instant.map { UInt64(bitPattern: $0.nanoseconds) })
-        }
-
-        static func == (a: Numbers, b: Numbers) -> Bool {
-            guard a.present == b.present else { return false }
-            return (0..<8).allSatisfy { a.get($0) == b.get($0) }
+            get { numbers[7] }
+            set { numbers[7] = newValue }
         }
     }
 }
@@ -233,7 +201,7 @@ public struct Plan: Sendable {
     public var throughput: Double
     public var throughputMeasured: Bool
     /// Keys of due items in the order a run would start them, made from `positions` as
-    /// they are read (kept, a key each took a second string of every due path).
+    /// they are read (not kept: a key each would be a second string of every due path).
     public var order: DueOrder { DueOrder(feeds: feeds, positions: positions) }
     /// The due items in that order as indices into the planned feeds and their resources
     /// (`run` builds its jobs from these without looking keys up).

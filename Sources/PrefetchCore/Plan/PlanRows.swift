@@ -2,7 +2,7 @@
 /// (`PlanItem.Values`) and indexes into the feed's texts — reasons and errors repeat from
 /// row to row, so each distinct one is kept once — and reads its path and URL from the
 /// feed's resources, by its place there. Reading a row makes its `PlanItem`; writing one
-/// stores it back. 88 bytes a row, where the items themselves took 176.
+/// stores it back.
 public struct PlanRows: RandomAccessCollection, MutableCollection, Sendable {
     public let feed: String
     /// The feed's resources (the manifest's array, shared, not copied).
@@ -59,7 +59,7 @@ public struct PlanRows: RandomAccessCollection, MutableCollection, Sendable {
 
     /// Whether any row gives `reason`.
     func contains(reason: String) -> Bool {
-        guard let code = reason.isEmpty ? 0 : textIndex[ExactText(text: reason)] else { return false }
+        guard let code = reason.isEmpty ? 0 : textIndex[ExactText(reason)] else { return false }
         return rows.contains { $0.reason == code }
     }
 
@@ -91,32 +91,16 @@ public struct PlanRows: RandomAccessCollection, MutableCollection, Sendable {
 
     private mutating func intern(_ text: String) -> UInt32 {
         if text.isEmpty { return 0 }
-        if ExactText.same(text, lastText.text) { return lastText.index }
+        if SameBytes.equal(text, lastText.text) { return lastText.index }
         let index: UInt32
-        if let known = textIndex[ExactText(text: text)] {
+        if let known = textIndex[ExactText(text)] {
             index = known
         } else {
             index = UInt32(texts.count)
             texts.append(text)
-            textIndex[ExactText(text: text)] = index
+            textIndex[ExactText(text)] = index
         }
         lastText = (text, index)
         return index
-    }
-}
-
-/// A text as a dictionary key by its UTF-8 bytes: Swift's `==` joins canonically
-/// equivalent texts ("é" and "e\u{301}"), and a row must give back the bytes it was given.
-private struct ExactText: Hashable {
-    let text: String
-
-    static func same(_ a: String, _ b: String) -> Bool {
-        a.utf8.count == b.utf8.count && a.utf8.elementsEqual(b.utf8)
-    }
-
-    static func == (a: ExactText, b: ExactText) -> Bool { same(a.text, b.text) }
-
-    func hash(into hasher: inout Hasher) {
-        for byte in text.utf8 { hasher.combine(byte) }
     }
 }

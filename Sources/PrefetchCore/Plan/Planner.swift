@@ -61,21 +61,19 @@ public enum Planner {
     /// of items (a feed may have a million).
     static func permute<T>(_ items: inout [T], into order: [Int]) {
         var placed = [Bool](repeating: false, count: items.count)
-        items.withUnsafeMutableBufferPointer { buffer in
-            for start in buffer.indices where !placed[start] {
-                // The cycle through `start`: each place takes the item of the next.
-                let first = buffer[start]
-                var here = start
-                while true {
-                    placed[here] = true
-                    let from = order[here]
-                    if from == start {
-                        buffer[here] = first
-                        break
-                    }
-                    buffer[here] = buffer[from]
-                    here = from
+        for start in items.indices where !placed[start] {
+            // The cycle through `start`: each place takes the item of the next.
+            let first = items[start]
+            var here = start
+            while true {
+                placed[here] = true
+                let from = order[here]
+                if from == start {
+                    items[here] = first
+                    break
                 }
+                items[here] = items[from]
+                here = from
             }
         }
     }

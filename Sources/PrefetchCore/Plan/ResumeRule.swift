@@ -121,7 +121,7 @@ enum ResumeRule {
     static func continuesEncoding(partial: String?, response: String?) -> Bool {
         switch (normalized(partial), normalized(response)) {
         case (nil, nil): true
-        case (let ours?, let theirs?): ours.utf8.elementsEqual(theirs.utf8)
+        case (let ours?, let theirs?): SameBytes.equal(ours, theirs)
         default: false
         }
     }
@@ -135,7 +135,7 @@ enum ResumeRule {
         while let first = bytes.first, first == 0x20 || first == 0x09 { bytes = bytes.dropFirst() }
         while let last = bytes.last, last == 0x20 || last == 0x09 { bytes = bytes.dropLast() }
         let lower = bytes.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }
-        guard !lower.isEmpty, !lower.elementsEqual("identity".utf8) else { return nil }
+        guard !lower.isEmpty, lower != Array("identity".utf8) else { return nil }
         return String(decoding: lower, as: UTF8.self)
     }
 

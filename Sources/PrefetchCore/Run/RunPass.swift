@@ -112,7 +112,7 @@ struct RunPass {
             let resource = feeds[position.feed].resources[position.resource]
             let recorded = snapshot.resources[key]
             let release = releases[position.feed]
-            let urlHash = resource.url.identityHash
+            let urlDigest = resource.url.identityDigest, urlHash = urlDigest.hex
             let sameURL = recorded.map { resource.url.matches(recorded: $0.urlHash, identity: urlHash) } ?? false
             // A copy of another version of the entry is never revalidated: a 304 would keep it.
             let current = recorded.map { sameURL && !Planner.copyIsOfAnotherEntry(resource, $0, sameURL: sameURL) } ?? false
@@ -120,7 +120,7 @@ struct RunPass {
                 && (recorded?.failureEntry.map { $0 == resource.fingerprint(identity: urlHash) } ?? sameURL)
             let revalidates = cached.contains(feed: feeds[position.feed].name, position: position.resource) && current
             var job = TransferJob(
-                feed: feed, position: position.resource, urlHash: urlHash, release: release,
+                feed: feed, position: position.resource, urlDigest: urlDigest, release: release,
                 cachedValidators: revalidates ? recorded?.validators : nil,
                 cachedLength: recorded?.length,
                 partial: recorded?.partial,

@@ -29,8 +29,7 @@ enum Verification {
             return outcome
         }
         let cached = CacheListing.present(feeds, in: cache)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
-        defer { buffer.deallocate() }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)  // one read at a time, for every file
         var changed: Set<String> = []
         var withdrawnFromLive: [String: [(path: String, state: String, reason: String)]] = [:]
         func say(_ type: String, _ key: ResourceKey, _ text: String, expected: String? = nil, found: String? = nil) {
@@ -60,7 +59,7 @@ enum Verification {
                     say("unverified", key, "unverified  \(name)  (no recorded SHA-256)")
                     continue
                 }
-                switch cache.hashFinal(feed: feed.name, path: resource.path, buffer: buffer, between: alive) {
+                switch cache.hashFinal(feed: feed.name, path: resource.path, buffer: &buffer, between: alive) {
                 case nil: continue  // gone since the listing
                 case .failure(let error)?:
                     outcome.errors += 1

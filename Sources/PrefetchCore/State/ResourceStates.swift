@@ -1,21 +1,15 @@
 /// The per-resource records of a `StateSnapshot`, keyed by feed and path: a dictionary's
-/// interface over two plain arrays and a table of 32-bit slots.
-///
-/// A `Dictionary` of a million records keeps its buckets at most three quarters full and
-/// doubles them as it grows, so after `reserveCapacity` of 100,000 it held 262,144 buckets of
-/// key and record each, 84 MB where the records took 32 (heaptrack, a `run` over 100,000
-/// resources). Here the keys and records sit in arrays of exactly their count, in the order
-/// they were added (state.db's order), and only the open-addressing index has spare room:
-/// 4 bytes a slot, at most half of them used, linear probing. Removal, which no pass does but
-/// a caller may, rebuilds the index.
+/// interface over two arrays of exactly their count, in the order added (state.db's order),
+/// found through a `PositionTable` (a `Dictionary` of a million records keeps room for a
+/// third more of key and record each). Removal, which no pass does but a caller may,
+/// rebuilds the table.
 public struct ResourceStates: Sendable, Equatable, Sequence, ExpressibleByDictionaryLiteral {
     /// Every key, in the order added.
     public private(set) var keys: [ResourceKey] = []
     /// Every record, `keys`' order.
     public private(set) var values: [ResourceState] = []
-    /// Index + 1 into `keys` and `values`; 0 is a free slot. Its count is 0 or a power of two
-    /// at least twice `keys.count`.
-    private var slots: [Int32] = []
+    /// Where each key is in `keys`.
+    private var table = PositionTable()
 
     public init() {}
 
@@ -31,7 +25,7 @@ public struct ResourceStates: Sendable, Equatable, Sequence, ExpressibleByDictio
     public mutating func reserveCapacity(_ capacity: Int) {
         keys.reserveCapacity(capacity)
         values.reserveCapacity(capacity)
-        if Self.slotCount(for: capacity) > slots.count { rebuild(slotCount: Self.slotCount(for: capacity)) }
+        table.reserveCapacity(capacity)
     }
 
     /// The record of `key`; setting nil removes it.
@@ -79,48 +73,21 @@ public struct ResourceStates: Sendable, Equatable, Sequence, ExpressibleByDictio
         return true
     }
 
-    // MARK: The index
-
-    private static func slotCount(for count: Int) -> Int {
-        var slots = 8
-        while slots < 2 * count { slots <<= 1 }
-        return slots
-    }
+    // MARK: The table
 
     private func position(of key: ResourceKey) -> Int? {
-        guard !slots.isEmpty else { return nil }
-        let mask = slots.count - 1
-        var slot = key.hashValue & mask
-        while true {
-            let entry = Int(slots[slot])
-            if entry == 0 { return nil }
-            if keys[entry - 1] == key { return entry - 1 }
-            slot = (slot + 1) & mask
-        }
+        table.position(hash: key.hashValue, where: { keys[$0] == key })
     }
 
     private mutating func append(_ key: ResourceKey, _ value: ResourceState) {
-        precondition(keys.count < Int32.max, "more resource records than an index slot holds")
         keys.append(key)
         values.append(value)
-        if slots.count < 2 * keys.count { rebuild(slotCount: Self.slotCount(for: keys.count)) } else { insertSlot(keys.count - 1) }
+        table.append(hash: key.hashValue)
     }
 
     private mutating func remove(at index: Int) {
         keys.remove(at: index)
         values.remove(at: index)
-        rebuild(slotCount: slots.count)
-    }
-
-    private mutating func insertSlot(_ index: Int) {
-        let mask = slots.count - 1
-        var slot = keys[index].hashValue & mask
-        while slots[slot] != 0 { slot = (slot + 1) & mask }
-        slots[slot] = Int32(index + 1)
-    }
-
-    private mutating func rebuild(slotCount: Int) {
-        slots = [Int32](repeating: 0, count: slotCount)
-        for index in keys.indices { insertSlot(index) }
+        table.remove(at: index)
     }
 }

@@ -245,14 +245,6 @@ final class SQLiteStatement {
         return interner.intern(bytes) { String(cString: pointer) }
     }
 
-    /// A text column that is a path of feed `feed`'s: the feed's own string of it, when it
-    /// lists it (`ListedPaths`).
-    func text(_ column: Int32, listedIn listed: inout ListedPaths, feed: String) -> String? {
-        guard let pointer = sqlite3_column_text(handle, column) else { return nil }
-        let bytes = UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(handle, column)))
-        return listed.path(feed: feed, bytes) ?? String(cString: pointer)
-    }
-
     /// A text column that is usually a SHA-256's hex (`HexText`): no string made of a digest.
     func hexText(_ column: Int32) -> HexText? {
         guard let pointer = sqlite3_column_text(handle, column) else { return nil }
@@ -269,12 +261,12 @@ final class SQLiteStatement {
     /// `value`: `value` when the bytes are the same (no date parsed twice).
     func dateText(_ column: Int32, sameAs other: Int32, value: DateText?) -> DateText? {
         guard let pointer = sqlite3_column_text(handle, column) else { return nil }
-        let count = Int(sqlite3_column_bytes(handle, column))
-        if value != nil, let earlier = sqlite3_column_text(handle, other), Int(sqlite3_column_bytes(handle, other)) == count,
-           memcmp(pointer, earlier, count) == 0 {
+        let bytes = UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(handle, column)))
+        if value != nil, let earlier = sqlite3_column_text(handle, other),
+           SameBytes.equal(bytes, UnsafeBufferPointer(start: earlier, count: Int(sqlite3_column_bytes(handle, other)))) {
             return value
         }
-        return DateText(bytes: UnsafeBufferPointer(start: pointer, count: count))
+        return DateText(bytes: bytes)
     }
 
     /// A text column that is often the same as `other` (another column of the row, read
@@ -282,9 +274,7 @@ final class SQLiteStatement {
     func text(_ column: Int32, sameAs other: String?) -> String? {
         guard let pointer = sqlite3_column_text(handle, column) else { return nil }
         let bytes = UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(handle, column)))
-        if var same = other, same.withUTF8({ $0.count == bytes.count && (bytes.isEmpty || memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0) }) {
-            return same
-        }
+        if let other, SameBytes.equal(other, bytes) { return other }
         return String(cString: pointer)
     }
 }

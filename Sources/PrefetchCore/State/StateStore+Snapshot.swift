@@ -14,11 +14,11 @@ extension StateStore {
         return states
     }
 
-    /// Reads the whole snapshot; rows' paths are shared with `listedFeeds` where listed.
-    func readSnapshot(sharing listedFeeds: [ListedFeedPaths]) throws(SQLiteError) -> StateSnapshot {
+    /// Reads the whole snapshot.
+    func readSnapshot() throws(SQLiteError) -> StateSnapshot {
         var snapshot = StateSnapshot()
         snapshot.feeds = try feedStates()
-        try readResources(into: &snapshot, sharing: listedFeeds)
+        try readResources(into: &snapshot)
         try readOtherURLsValidators(into: &snapshot)
         try readPartials(into: &snapshot)
         try readMeteredUsage(into: &snapshot)
@@ -28,7 +28,7 @@ extension StateStore {
     }
 
     /// Every resource's record (`resources`), keyed by feed and path.
-    private func readResources(into snapshot: inout StateSnapshot, sharing listedFeeds: [ListedFeedPaths]) throws(SQLiteError) {
+    private func readResources(into snapshot: inout StateSnapshot) throws(SQLiteError) {
         // Sized once: a table grown by doubling holds the old storage beside the new while
         // it grows, and its last growth would fall at the daemon's start-up peak.
         let count = try db.prepare("SELECT count(*) FROM resources")
@@ -44,7 +44,6 @@ extension StateStore {
         // would otherwise hold a million copies of each); a response's validators are
         // usually the copy's.
         var repeated = StringInterner()
-        var listed = ListedPaths(listedFeeds)
         while try resources.step() {
             var state = ResourceState(urlHash: resources.hexText(2) ?? HexText(""), sha256: resources.hexText(6))
             state.validators = Validators(etag: resources.text(3), lastModifiedText: resources.dateText(4))
@@ -69,7 +68,7 @@ extension StateStore {
             state.copyEncoding = resources.text(23).flatMap(EncodingMode.init(rawValue:)) ?? .refuse
             if let served = resources.text(24) { state.servedBy = ServedBy(hash: served, shown: resources.text(25)) }
             let feed = resources.text(0, interning: &repeated) ?? ""
-            snapshot.resources[ResourceKey(feed: feed, path: resources.text(1, listedIn: &listed, feed: feed) ?? "")] = state
+            snapshot.resources[ResourceKey(feed: feed, path: resources.text(1) ?? "")] = state
         }
     }
 

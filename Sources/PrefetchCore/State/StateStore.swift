@@ -62,22 +62,12 @@ public final class StateStore {
         let stamp = try db.changeStamp
         if let last = lastSnapshot, last.stamp == stamp { return last.snapshot }  // nothing written since
         lastSnapshot = nil  // not kept while the new one is read (a million rows each)
-        let snapshot = try readSnapshot(sharing: listedFeeds)
+        let snapshot = try readSnapshot()
         lastSnapshot = (stamp, snapshot)
         return snapshot
     }
 
     private var lastSnapshot: (stamp: (Int64, Int64), snapshot: StateSnapshot)?
-
-    /// The listed paths a read of state.db shares (`ListedPaths`): those of the feeds loaded
-    /// now (`sharePaths`); another path is read as a string of its own.
-    private var listedFeeds: [ListedFeedPaths] = []
-
-    /// Rows of these paths are keyed by the very strings; they replace those given before
-    /// (a daemon that reloads its feeds gives the new ones).
-    public func sharePaths(of feeds: [ListedFeedPaths]) {
-        listedFeeds = feeds
-    }
 
     /// Changes with every row this connection writes and every commit of another one.
     public struct ChangeStamp: Equatable, Sendable {

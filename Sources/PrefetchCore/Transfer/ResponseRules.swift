@@ -121,7 +121,7 @@ enum ResponseRules {
         // revalidate, gets the origin's 304 and hands its whole entry on as a 200. This comes
         // before the encoding's rules (SPEC §7): the body is not read, whatever it is labelled.
         if head.status == 200, let cached = request.revalidating, let tag = cached.etag, !isWeakTag(tag),
-           let sent = head.etag, sent.utf8.elementsEqual(tag.utf8) {  // strong comparison: the same octets
+           let sent = head.etag, SameBytes.equal(sent, tag) {  // strong comparison: the same octets
             return .cachedCopy(Validators(etag: tag, lastModified: head.lastModified ?? cached.lastModified))
         }
         // SPEC §7: a range that cannot be (negative, reversed, past 2^63, past its total) is
@@ -326,7 +326,7 @@ enum ResponseRules {
     /// followed by a combining mark is no `W/` prefix of Characters).
     static func isAnotherVersion(_ partial: Validators, etag: String?, lastModified: String?) -> Bool {
         if let ours = partial.etag, let theirs = etag { return !opaqueTag(ours).elementsEqual(opaqueTag(theirs)) }
-        if let ours = partial.lastModified, let theirs = lastModified { return !ours.utf8.elementsEqual(theirs.utf8) }
+        if let ours = partial.lastModified, let theirs = lastModified { return !SameBytes.equal(ours, theirs) }
         return false
     }
 

@@ -1,19 +1,16 @@
 import Foundation
 
-/// What one resource's transfer needs to know before it starts.
+/// What one resource's transfer needs to know before it starts. A revalidation `run` queues
+/// one per resource, so what only a resource with mirrors needs sits in one `Boxed` part,
+/// the partial in another, and the resource itself is read from its feed by position.
 struct TransferJob {
-    // Compact, as a revalidation `run` queues one job per resource: the wide fields first,
-    // the narrow ones packed after the hash, and what only a resource with mirrors needs
-    // behind one reference (`MirrorParts`) — 144 bytes a job, where plain `Int`s and
-    // optionals took 200 (20 MB of a run's peak over 100,000 resources; heaptrack).
     let feed: JobFeed
     /// The release the attempt belongs to (failures count within it).
     let release: Instant
     /// Validators of the cached copy, for a conditional request (revalidation).
     var cachedValidators: Validators?
-    /// Behind a reference: few jobs have one, and inline it was a third of every job (a
-    /// `run` over 100,000 resources held 528 bytes a job).
-    private var partialBox: PartialBox?
+    /// The partial recorded in state.db, if any (a retry carries the one just synced).
+    @Boxed var partial: PartialState? = nil
     /// Under `max_cache_size` (SPEC §8): the file's length the plan admitted it at (its
     /// expected size, else the bytes of its partial already counted); writing past it takes
     /// room from the run's `CacheAllowance`.
@@ -23,14 +20,12 @@ struct TransferJob {
     /// Where an earlier attempt of this run asked to resume, when the server answered with
     /// the whole file (0: none): the line the resource ends with says so.
     var refusedResume: UInt64 = 0
-    private var cachedLengthValue: UInt64 = 0
-    private var mirrorBox: MirrorBox?
-    /// The URL's identity hash, as state.db records it: its 32 bytes inline (as text, a
-    /// string of 64 would take an allocation of 112 bytes a job, 11 MB at 100,000).
-    private let urlHashText: HexText
-    private var hasCachedLength = false
-    /// The resource's place in its feed's `resources`: read from there, not copied into every
-    /// job (171 bytes each, a third of a job).
+    @Boxed private var mirrorParts = MirrorParts.absent
+    /// The URL's identity hash (`ResourceURL.identityDigest`), as state.db records it.
+    let urlDigest: Digest256
+    /// The cached copy's recorded length: a copy on disk of another length is not revalidated.
+    var cachedLength: UInt64?
+    /// The resource's place in its feed's `resources`.
     private let position: UInt32
     private var failureCount: UInt32 = 0
     private var urlPosition: UInt32 = 0
@@ -38,20 +33,10 @@ struct TransferJob {
     var resource: Resource { feed.feed.resources[Int(position)] }
     /// Its feed's name and its path: made from the two (they share their strings), not kept.
     var key: ResourceKey { ResourceKey(feed: feed.feed.name, path: resource.path) }
-    var urlHash: String { urlHashText.text }
+    var urlHash: String { urlDigest.hex }
     /// The manifest entry's fingerprint (failures count for it only): made when a failure is
     /// recorded, not carried by every job.
     var entry: String { resource.fingerprint(identity: urlHash) }
-    /// The cached copy's recorded length: a copy on disk of another length is not revalidated.
-    var cachedLength: UInt64? {
-        get { hasCachedLength ? cachedLengthValue : nil }
-        set { (cachedLengthValue, hasCachedLength) = (newValue ?? 0, newValue != nil) }
-    }
-    /// The partial recorded in state.db, if any (a retry carries the one just synced).
-    var partial: PartialState? {
-        get { partialBox?.value }
-        set { partialBox = newValue.map(PartialBox.init) }
-    }
     /// Consecutive failures in this release before this attempt.
     var failures: Int {
         get { Int(failureCount) }
@@ -64,58 +49,43 @@ struct TransferJob {
     }
     /// For a resource with mirrors: the pass over its URLs (nil for one without).
     var mirrorPass: MirrorOrder? {
-        get { mirrorBox?.parts.pass }
-        set { changeMirrorParts { $0.pass = newValue } }
+        get { mirrorParts.pass }
+        set { mirrorParts.pass = newValue }
     }
     /// For a resource with mirrors: which listed URL served the cached copy (nil: none
     /// listed now), and, when that copy is revalidated, each listed URL's validators of it
     /// (nil: none known there).
     var servedIndex: Int? {
-        get { mirrorBox?.parts.servedIndex }
-        set { changeMirrorParts { $0.servedIndex = newValue } }
+        get { mirrorParts.servedIndex }
+        set { mirrorParts.servedIndex = newValue }
     }
     var validatorsByURL: [Validators?]? {
-        get { mirrorBox?.parts.validatorsByURL }
-        set { changeMirrorParts { $0.validatorsByURL = newValue } }
+        get { mirrorParts.validatorsByURL }
+        set { mirrorParts.validatorsByURL = newValue }
     }
 
     /// The job of `feed`'s resource at `position`.
-    init(feed: JobFeed, position: Int, urlHash: String, release: Instant, cachedValidators: Validators?,
+    init(feed: JobFeed, position: Int, urlDigest: Digest256, release: Instant, cachedValidators: Validators?,
          cachedLength: UInt64? = nil, partial: PartialState?, failures: Int, notBefore: Instant = .distantPast) {
         self.feed = feed
         precondition(position < feed.feed.resources.count && position <= Int(UInt32.max), "no resource at \(position)")
         self.position = UInt32(position)
-        self.urlHashText = HexText(urlHash)
+        self.urlDigest = urlDigest
         self.release = release
         self.cachedValidators = cachedValidators
         self.cachedLength = cachedLength
-        self.failures = failures
         self.notBefore = notBefore
         self.partial = partial
+        self.failures = failures
     }
 
-    /// A job is a value: a change makes a new box (jobs copied from this one keep theirs).
-    private mutating func changeMirrorParts(_ change: (inout MirrorParts) -> Void) {
-        var parts = mirrorBox?.parts ?? MirrorParts()
-        change(&parts)
-        mirrorBox = parts.isEmpty ? nil : MirrorBox(parts)
-    }
-
-    private struct MirrorParts: Sendable {
+    /// What only a resource with mirrors needs.
+    private struct MirrorParts: Defaulted {
         var pass: MirrorOrder?
         var servedIndex: Int?
         var validatorsByURL: [Validators?]?
-        var isEmpty: Bool { pass == nil && servedIndex == nil && validatorsByURL == nil }
-    }
 
-    private final class MirrorBox: Sendable {
-        let parts: MirrorParts
-        init(_ parts: MirrorParts) { self.parts = parts }
-    }
-
-    private final class PartialBox: Sendable {
-        let value: PartialState
-        init(_ value: PartialState) { self.value = value }
+        static let absent = MirrorParts()
     }
 }
 

@@ -5,16 +5,12 @@ struct Digest256: Sendable, Hashable {
     private let words: (UInt64, UInt64, UInt64, UInt64)
 
     /// The digest whose lowercase hex is `hex`; nil unless it is exactly 64 lowercase hex digits.
-    /// (No allocation: state.db gives two of these per row, so a pass over 100,000 rows reads
-    /// 200,000 of them.)
+    /// (No allocation: state.db gives two of these per row, for every row it reads.)
     init?(hex: String) {
         var text = hex
         guard let digest = text.withUTF8({ Digest256(hexBytes: $0) }) else { return nil }
         self = digest
     }
-
-    /// 32 zero bytes: a placeholder where a bit beside says no digest is there.
-    static let zero = Digest256(words: (0, 0, 0, 0))
 
     private init(words: (UInt64, UInt64, UInt64, UInt64)) { self.words = words }
 
@@ -70,4 +66,10 @@ struct Digest256: Sendable, Hashable {
             return 64
         }
     }
+}
+
+extension Digest256: WordPacked {
+    static var wordCount: Int { 4 }
+    init(words word: (Int) -> UInt64) { self.init(words: (word(0), word(1), word(2), word(3))) }
+    func word(_ index: Int) -> UInt64 { index == 0 ? words.0 : index == 1 ? words.1 : index == 2 ? words.2 : words.3 }
 }

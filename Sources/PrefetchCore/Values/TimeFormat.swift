@@ -116,22 +116,9 @@ public enum TimeFormat {
 
         /// `n` in decimal, as `"\(n)"` writes it.
         mutating func number(_ n: Int) {
-            if n < 0 { byte("-") }
-            var magnitude = n.magnitude
-            var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                         UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-                (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-            var length = 0
-            withUnsafeMutableBytes(of: &digits) { digits in
-                repeat {
-                    digits[length] = 48 + UInt8(magnitude % 10)
-                    magnitude /= 10
-                    length += 1
-                } while magnitude > 0
-                for index in stride(from: length - 1, through: 0, by: -1) {
-                    buffer[count] = digits[index]
-                    count += 1
-                }
+            for digit in DecimalDigits(n) {
+                buffer[count] = digit
+                count += 1
             }
         }
 

@@ -1,10 +1,8 @@
-import Glibc
-
 /// A header value that is usually an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`, a
 /// `Last-Modified` as state.db records it): then held as its seconds, written in a string of
 /// at most 15 bytes that Swift keeps inline, else as the text itself. `text` gives back
-/// exactly what was given. The 29 bytes of a date as text took an allocation of 64 bytes a
-/// record (6.4 MB of state at 100,000 resources; heaptrack).
+/// exactly what was given. The 29 bytes of the date as text would take an allocation for
+/// every record that has one.
 ///
 /// The storage: NUL, then the seconds in decimal, for a date that is written exactly as it
 /// would be formatted; NUL, NUL, then the text, for a text that begins with NUL; any other
@@ -25,19 +23,12 @@ struct DateText: Sendable, Equatable {
     /// The stored form when it is not the text itself.
     private static func storage(of bytes: UnsafeBufferPointer<UInt8>) -> String? {
         if let seconds = fixdateSeconds(bytes) {
-            // NUL and the decimal digits, written in place: at most 14 bytes, a string held inline.
-            var digits = seconds.magnitude, count = 1
-            while digits >= 10 { digits /= 10; count += 1 }
-            let length = 1 + (seconds < 0 ? 1 : 0) + count
-            return String(unsafeUninitializedCapacity: length) { buffer in
+            // NUL and the decimal digits: at most 14 bytes, a string held inline.
+            let digits = DecimalDigits(seconds)
+            return String(unsafeUninitializedCapacity: 1 + digits.count) { buffer in
                 buffer[0] = 0
-                if seconds < 0 { buffer[1] = UInt8(ascii: "-") }
-                var rest = seconds.magnitude
-                for at in stride(from: length - 1, to: length - 1 - count, by: -1) {
-                    buffer[at] = UInt8(truncatingIfNeeded: rest % 10) + 0x30
-                    rest /= 10
-                }
-                return length
+                for (at, digit) in zip(1..., digits) { buffer[at] = digit }
+                return 1 + digits.count
             }
         }
         if bytes.first == 0 { return "\u{0}\u{0}" + String(decoding: bytes, as: UTF8.self) }
@@ -55,14 +46,7 @@ struct DateText: Sendable, Equatable {
     var isSeconds: Bool { storage.utf8.first == 0 && storage.utf8.dropFirst().first != 0 }
 
     /// Equal when the texts are equal byte for byte (the stored form of a text is one).
-    /// (Through `withUTF8` and `memcmp`: the generic `elementsEqual` over two `UTF8View`s
-    /// took 1,300 instructions a comparison, and state.db's reader makes one a record.)
-    static func == (a: DateText, b: DateText) -> Bool {
-        var x = a.storage, y = b.storage
-        return x.withUTF8 { p in
-            y.withUTF8 { q in p.count == q.count && (p.isEmpty || memcmp(p.baseAddress!, q.baseAddress!, p.count) == 0) }
-        }
-    }
+    static func == (a: DateText, b: DateText) -> Bool { SameBytes.equal(a.storage, b.storage) }
 
     private static let dayNames = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]  // from 1970-01-01, a Thursday
     private static let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
@@ -87,7 +71,7 @@ struct DateText: Sendable, Equatable {
 
     /// The seconds of `bytes` when they are an IMF-fixdate exactly as `fixdate` writes it
     /// (the day name that date's, the year from 1900 to 9999); nil for anything else. By
-    /// hand, a few dozen instructions: state.db's reader calls it for every record.
+    /// hand, with no generic collection call: state.db's reader calls it for every record.
     static func fixdateSeconds(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
         guard bytes.count == 29, bytes[3] == 0x2C, bytes[4] == 0x20, bytes[7] == 0x20, bytes[11] == 0x20, bytes[16] == 0x20,
               bytes[19] == 0x3A, bytes[22] == 0x3A, bytes[25] == 0x20, bytes[26] == 0x47, bytes[27] == 0x4D, bytes[28] == 0x54

@@ -35,7 +35,7 @@ struct HexText: Sendable, Equatable {
     static func == (a: HexText, b: HexText) -> Bool {
         switch (a.storage, b.storage) {
         case (.digest(let x), .digest(let y)): return x == y
-        case (.other(let x), .other(let y)): return x.utf8.elementsEqual(y.utf8)
+        case (.other(let x), .other(let y)): return SameBytes.equal(x, y)
         default: return false
         }
     }
