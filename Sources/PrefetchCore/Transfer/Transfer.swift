@@ -22,8 +22,9 @@ final class Transfer {
     let job: TransferJob
     let easy: CurlEasy
     let partialName: String
-    /// Where the transfer stands, and what each event means.
-    private(set) var machine: TransferStateMachine
+    /// Where the transfer stands, and what each event means. Changed only by `Transfer`'s
+    /// own methods (this file and Transfer+Request.swift); the engine reads it.
+    var machine: TransferStateMachine
     /// The partial, once opened (see `openFile`).
     private(set) var file: FileDescriptor?
     /// Creates the partial afresh (empty) when a new body begins.
@@ -39,7 +40,7 @@ final class Transfer {
     /// (SPEC §5), whether or not the manifest gives one to check.
     private var inlineHasher: SHA256?
     /// The feed's `max_rate` bucket, shared with its other transfers.
-    private let limiter: RateLimiter?
+    let limiter: RateLimiter?
     /// The feed's `metered_budget` for today, on a metered link.
     private let allowance: MeteredAllowance?
     /// Bytes of the budget reserved for this transfer when it started (known sizes).
@@ -71,9 +72,11 @@ final class Transfer {
     var counted: UInt64 = 0
     let startedAt = Date()
     /// The current request's head and stall clocks (SPEC §7), kept by the engine's loop.
-    private var timer = ResponseTimer(responseTimeout: 0, stallTimeout: 0)
-    /// The timeouts of the feed (or the config), for the messages.
-    private var connectTimeout = TimeSpan.zero, responseTimeout = TimeSpan.zero, stallTimeout = TimeSpan.zero
+    /// Set by `send` (Transfer+Request.swift): nothing outside `Transfer` should touch it.
+    var timer = ResponseTimer(responseTimeout: 0, stallTimeout: 0)
+    /// The timeouts of the feed (or the config), for the messages. Set by `send`
+    /// (Transfer+Request.swift): nothing outside `Transfer` should touch them.
+    var connectTimeout = TimeSpan.zero, responseTimeout = TimeSpan.zero, stallTimeout = TimeSpan.zero
 
     /// `existing` is the partial already on disk, opened, with its size: only passed when
     /// state.db records a partial for this resource (nothing else could be resumed).
@@ -179,80 +182,17 @@ final class Transfer {
         writebackFrom = 0
     }
 
-    // MARK: Requests
-
-    /// Sends the first request.
-    func start(config: Config, environment: [String: String]) throws(TransferFailure) {
-        guard case .send(let request) = machine.request() else { preconditionFailure("the first request is not sent") }
-        try send(request, config: config, environment: environment)
-    }
-
-    /// Sets up the easy handle for `request`. Throws for a missing `${VAR}`, or an option
-    /// libcurl refused.
-    func send(_ request: TransferStateMachine.Request, config: Config, environment: [String: String]) throws(TransferFailure) {
-        // Ranges must refer to the stored bytes (FAULTS 15): identity is asked for, unless the
-        // resource says `encoding: decode` (SPEC §7), which offers what libcurl decodes.
-        let decode = job.resource.encoding == .decode
-        var lines = decode ? [] : ["Accept-Encoding: identity"]
-        if request.sameOrigin {
-            do {
-                // `${VAR}`s filled in and checked here, at request time (SPEC §7).
-                lines += try job.resource.headerLines(environment: environment)
-            } catch {
-                throw machine.failing(TransferFailure(kind: .permanent, message: error.message,
-                                                      retryAfter: nil, discardPartial: false, httpStatus: nil))
-            }
-        }
-        if request.rangeFrom > 0 {
-            lines.append("Range: bytes=\(request.rangeFrom)-")
-            if let ifRange = request.ifRange { lines.append("If-Range: \(ifRange)") }
-        } else if let validators = request.revalidating {
-            if let etag = validators.etag { lines.append("If-None-Match: \(etag)") }
-            if let lastModified = validators.lastModified { lines.append("If-Modified-Since: \(lastModified)") }
-        }
-        connectTimeout = job.feed.limits.connectTimeout ?? config.connectTimeout
-        let options = CurlRequestOptions(url: request.url, headers: lines, connectTimeout: Int(connectTimeout.seconds),
-                                         bufferSize: Self.bufferSize(job, limiter: limiter),
-                                         acceptEncoding: decode ? ContentCodings.acceptEncoding : nil,
-                                         clientCertificate: config.clientCertificate)
-        responseTimeout = job.feed.limits.responseTimeout ?? config.responseTimeout
-        stallTimeout = job.feed.limits.stallTimeout ?? config.stallTimeout
-        timer = ResponseTimer(responseTimeout: Double(responseTimeout.seconds), stallTimeout: Double(stallTimeout.seconds))
-        do {
-            try easy.prepare(options, shared: CurlSharedOptions(caFile: config.caFile, userAgent: Self.userAgent,
-                                                                 proxy: config.proxy?.text, noProxy: config.noProxy?.text),
-                             receiver: Unmanaged.passUnretained(self).toOpaque(), body: Self.onBody, header: Self.onHeader)
-        } catch {
-            // libcurl refused an option: a fault of this handle, not of the resource. The
-            // handle is dropped (the engine does not reuse it) and the transfer is retried.
-            throw machine.failing(.libcurl(error))
-        }
-    }
-
-    /// Large reads mean fewer callbacks and writes; a capped feed reads less at a time: about
-    /// an eighth of a second of one transfer's share of the rate, so shares stay even.
-    /// A decoded body reads at most 32 KiB at a time: when its writer pauses libcurl (rate,
-    /// budget), libcurl keeps the rest of the read's decoded bytes in memory, up to 64 MiB
-    /// (7.88's pause buffer; past it the transfer fails), and gzip expands at most about
-    /// 1,030-fold, so one read's worth stays under 34 MiB.
-    static func bufferSize(_ job: TransferJob, limiter: RateLimiter?) -> Int {
-        let size = limiter == nil ? 512 * 1024
-            : RateLimiter.bufferSize(for: (job.feed.limits.maxRate?.bytes ?? 0) / UInt64(max(1, job.feed.limits.concurrency)))
-        return job.resource.encoding == .decode ? min(size, decodedReadSize) : size
-    }
-
-    static let decodedReadSize = 32 * 1024
-
-    private static let userAgent = "prefetch/\(ProgramVersion.text)"
-
     // MARK: Callbacks (on the engine's thread, inside curl_multi_perform)
 
-    private static let onBody: CurlDataCallback = { data, size, count, user in
+    /// libcurl's body callback, which `send` (Transfer+Request.swift) sets: nothing else
+    /// should call it.
+    static let onBody: CurlDataCallback = { data, size, count, user in
         Unmanaged<Transfer>.fromOpaque(user!).takeUnretainedValue().receive(UnsafeRawBufferPointer(start: data, count: size * count))
     }
 
     /// A header line; 0 stops the exchange (libcurl then ends it with CURLE_WRITE_ERROR).
-    private static let onHeader: CurlDataCallback = { data, size, count, user in
+    /// Set by `send` (Transfer+Request.swift): nothing else should call it.
+    static let onHeader: CurlDataCallback = { data, size, count, user in
         Unmanaged<Transfer>.fromOpaque(user!).takeUnretainedValue().machine.headerLine(UnsafeRawBufferPointer(start: data, count: size * count))
             == .refuse ? 0 : size * count
     }
