@@ -18,7 +18,7 @@ extension CacheFolder {
     }
 
     /// The same with the text made while it is written: `produce` hands its pieces to the
-    /// function it is given (an index of 100,000 resources is 33 MB, never held whole).
+    /// function it is given (a large feed's index runs to tens of MB: never held whole).
     func writeIndex(feed: String, view: FeedView = .writer,
                     _ produce: (_ write: ([UInt8]) -> Void) -> Void) -> Result<Void, CacheError> {
         let where_ = "\(path)/\(feed)/\(CacheLayout.index)"

@@ -50,7 +50,8 @@ public enum FeedLoader {
         for file in files {
             result.fileCount += 1
             // A regular file is first read in chunks, never whole; one with anything to say
-            // about it (or that is not regular) is read whole, decoded and quoted as before.
+            // about it (or that is not regular) is read whole and decoded through the tree
+            // (`FeedDecoder.decode`), which quotes the lines it speaks of.
             if let opened = FileSystem.openRegularFile(file) {
                 let clean = decoder.decodeClean(opened, file: file)
                 // A name already taken is said below, with its line quoted.

@@ -238,7 +238,7 @@ public struct PlanRenderer {
             return
         }
         // Two passes over the rows, the widths first, then the text: a row's five cells are
-        // made again rather than kept (at 100,000 rows the kept cells were 8 MB of array).
+        // made again rather than kept (kept, they would be five strings a row, held at once).
         let header = ["STATE", "PATH", "REASON", "NEXT", "BYTES"]
         // Many rows share a time (a window opening, a release): format each instant once.
         var times: [Instant: String] = [:]

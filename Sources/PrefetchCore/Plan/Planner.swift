@@ -371,7 +371,8 @@ public enum Planner {
     /// break `min_free_space`, and estimates finish times at the recorded throughput.
     static func orderDueWork(_ plan: inout Plan, input: PlanInput) {
         // Small sort keys, not the items themselves: ties go by feed order, then manifest order.
-        // 32 bytes a slot (with `Int`s, 40), as many as there are due rows, counted first.
+        // Narrow fields (32-bit indexes, an 8-bit priority) keep a slot small; as many slots
+        // as there are due rows, counted first.
         struct Slot: Comparable {
             var windowEnd: Instant, size: UInt64, feed: UInt32, item: UInt32, priority: UInt8
             static func < (a: Slot, b: Slot) -> Bool {

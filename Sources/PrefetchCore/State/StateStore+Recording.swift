@@ -141,7 +141,7 @@ extension StateStore {
     }
 
     /// Records a failed attempt within `release`. Failures of an older release, or of
-    /// another version of the manifest entry (`entry`, `ManifestEntry.fingerprint`), do not
+    /// another version of the manifest entry (`entry`, `Resource.fingerprint`), do not
     /// count: the attempts start afresh.
     ///
     /// When the manifest gave the resource a new URL, the record moves to it: the failures

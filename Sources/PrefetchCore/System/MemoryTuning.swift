@@ -4,10 +4,10 @@ internal import CShims
 ///
 /// libcurl allocates a receive buffer for each transfer (512 KiB here, `CURLOPT_BUFFERSIZE`)
 /// and frees it when the transfer ends. With glibc's defaults the mmap threshold moves and
-/// the top of the heap is trimmed and grown again, so a run of 2,000 small files took about
-/// 9,000 extra page faults (each new page zeroed by the kernel): 15–20 % of the run's CPU
-/// time (docs/BENCHMARKS.md). A fixed mmap threshold and a trim threshold above what a run
-/// reuses keep those pages in the process instead. Peak memory is unchanged: pages are kept,
+/// the top of the heap is trimmed and grown again, so a run of many small files takes page
+/// faults over and over for the same buffers (each new page zeroed by the kernel): a
+/// noticeable share of its CPU time. A fixed mmap threshold and a trim threshold above what
+/// a run reuses keep those pages in the process instead. Peak memory is unchanged: pages are kept,
 /// not added; at most `trimThreshold` of freed heap stays resident between runs of `daemon`.
 public enum MemoryTuning {
     /// Allocations above this go to their own mapping (rare here: nothing asks for more).

@@ -45,10 +45,10 @@ final class PendingSyncs {
 
     /// fsyncs of one shard that run at once: as many as it lets complete files wait for
     /// (`EngineShard.placementBacklog` is at least 32). The device merges the cache flushes
-    /// of fsyncs that wait together, so more in flight means fewer flushes per file: on this
-    /// project's ext4 (virtio disk), 2,000 files of 16 KiB took 0.32–0.40 s to fsync with 8
-    /// at once and 0.07–0.15 s with 32 (docs/BENCHMARKS.md, "On disk: what durability costs"). A worker waiting in
-    /// fsync costs no CPU, and workers start only when every one is busy.
+    /// of fsyncs that wait together, so more in flight means fewer flushes per file and,
+    /// for many small files, less time waiting on the device (docs/BENCHMARKS.md, "On disk:
+    /// what durability costs", compares 8 with 32). A worker waiting in fsync costs no CPU,
+    /// and workers start only when every one is busy.
     static let workers = 32
 
     var isEmpty: Bool { placements.isEmpty && partials.isEmpty && injected.isEmpty }

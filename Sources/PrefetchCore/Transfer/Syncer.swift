@@ -10,9 +10,8 @@ import Foundation
 /// early); it must be quick.
 ///
 /// Idle workers wait on `condition`, the engine's `waitForAny` on `results`: a finished
-/// fsync wakes the engine alone. (With one condition for both, each result's broadcast woke
-/// every idle worker too, only to find nothing queued: with 32 workers that was 32 futile
-/// wake-ups per file, and 0.1–0.2 s more CPU for 2,000 files.)
+/// fsync wakes the engine alone. (With one condition for both, each result's broadcast would
+/// wake every idle worker too, only to find nothing queued: a wake-up per worker per file.)
 final class Syncer: @unchecked Sendable {
     struct Finished {
         let id: Int

@@ -74,7 +74,7 @@ public struct ByteSize: Sendable, Hashable, Comparable, CustomStringConvertible 
             if rounded == rounded.rounded() { return "\(Int(rounded))\(unit)" }
             // `rounded` has `decimals` decimals already: its digits are those of the whole
             // number `rounded × scale` (as `%.Nf` prints them, without `String(format:)`,
-            // which goes through NSString on Linux and cost a run 13k instructions a line).
+            // which goes through NSString on Linux: costly for a line a resource).
             let units = Int((rounded * scale).rounded()), one = Int(scale)
             var fraction = String(units % one)
             fraction = String(repeating: "0", count: decimals - fraction.count) + fraction

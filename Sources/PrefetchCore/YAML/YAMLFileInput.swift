@@ -1,12 +1,13 @@
 /// Feeds libyaml a manifest from an open file in chunks, so a large manifest is never held
-/// whole (a million resources are 230 MB of YAML). Each chunk ends after a line feed (no
-/// UTF-8 sequence or CR LF is ever split) and is checked with `YAMLText`'s byte rules before
-/// libyaml sees it; no more than `limit` bytes are read.
+/// whole (a million resources are hundreds of MB of YAML). Each chunk ends after a line feed
+/// (no UTF-8 sequence or CR LF is ever split) and is checked with `YAMLText`'s byte rules
+/// before libyaml sees it; no more than `limit` bytes are read.
 ///
 /// Built for the clean case only: any bad byte, a read error, a file longer than `limit`, a
-/// line longer than the buffer, makes it `failed` and ends libyaml's input. The caller then
-/// reads the file whole and parses it as before, which finds and reports the problem at its
-/// line and column (`FeedDecoder.decodeClean`).
+/// line longer than the buffer, makes it `failed` and ends libyaml's input.
+/// `FeedDecoder.decodeClean` then returns nil, and its caller reads the file whole and
+/// decodes it through the tree (`FeedDecoder.decode`), which finds and reports the problem
+/// at its line and column.
 final class YAMLFileInput {
     /// The bytes read at once, and the longest line a chunk can hold.
     static let capacity = 1 << 18
