@@ -107,6 +107,8 @@ import Testing
             #expect(ExactText(a) == ExactText(b) ? bytes == other : bytes != other, "\(context)")
             #expect(SameBytes.equal(bytes[...], other[...]) == (bytes == other), "\(context)")
             if bytes == other { #expect(SameBytes.hash(a) == SameBytes.hash(String(decoding: other, as: UTF8.self)), "\(context)") }
+            // A key read back from bytes (state.db's rows) hashes as the key made of strings.
+            #expect(ResourceKey(feed: a, path: b).hashValue == SameBytes.hash(a, then: other[...]), "\(context)")
             let offset = Int(random.next() % UInt64(bytes.count + 2)) - 1
             let atOffset = offset >= 0 && offset + other.count <= bytes.count && Array(bytes[offset..<(offset + other.count)]) == other
             #expect(SameBytes.equal(a, at: offset, b) == atOffset, "\(context), offset \(offset)")

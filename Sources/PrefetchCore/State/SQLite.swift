@@ -237,6 +237,12 @@ final class SQLiteStatement {
         return String(cString: pointer)
     }
 
+    /// A text column's bytes appended to `bytes` (none for NULL): no string made of them.
+    func appendText(_ column: Int32, to bytes: inout [UInt8]) {
+        guard let pointer = sqlite3_column_text(handle, column) else { return }
+        bytes.append(contentsOf: UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(handle, column))))
+    }
+
     /// A text column that repeats across rows (feed names, dates): the interner's string
     /// with its bytes, made only when the interner has none yet.
     func text(_ column: Int32, interning interner: inout StringInterner) -> String? {

@@ -31,8 +31,10 @@ extension StateStore {
     private func readResources(into snapshot: inout StateSnapshot) throws(SQLiteError) {
         // Sized once: a table grown by doubling holds the old storage beside the new while
         // it grows, and its last growth would fall at the daemon's start-up peak.
-        let count = try db.prepare("SELECT count(*) FROM resources")
-        if try count.step(), let rows = count.int(0), rows > 0 { snapshot.resources.reserveCapacity(Int(rows)) }
+        let count = try db.prepare("SELECT count(*), sum(length(CAST(path AS BLOB))) FROM resources")
+        if try count.step(), let rows = count.int(0), rows > 0 {
+            snapshot.resources.reserveCapacity(Int(rows), pathBytes: Int(count.int(1) ?? 0))
+        }
         let resources = try db.prepare("""
             SELECT feed, path, url_hash, etag, last_modified, length, sha256, placed_at, validated_at,
                    last_success, last_error, failures, failure_release, permanent, next_retry, failure_entry,
@@ -68,7 +70,8 @@ extension StateStore {
             state.copyEncoding = resources.text(23).flatMap(EncodingMode.init(rawValue:)) ?? .refuse
             if let served = resources.text(24) { state.servedBy = ServedBy(hash: served, shown: resources.text(25)) }
             let feed = resources.text(0, interning: &repeated) ?? ""
-            snapshot.resources[ResourceKey(feed: feed, path: resources.text(1) ?? "")] = state
+            // The path's bytes go straight to the records' keys (state.db's key: unique rows).
+            snapshot.resources.appendNew(state, feed: feed) { resources.appendText(1, to: &$0) }
         }
     }
 

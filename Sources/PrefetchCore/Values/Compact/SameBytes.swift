@@ -24,6 +24,11 @@ enum SameBytes {
         a.withUnsafeBufferPointer { x in b.withUnsafeBufferPointer { y in equal(x, y) } }
     }
 
+    /// Whether the text is these bytes (a part of a byte array, such as keys kept in one arena).
+    static func equal(_ a: String, _ b: ArraySlice<UInt8>) -> Bool {
+        b.withUnsafeBufferPointer { equal(a, $0) }
+    }
+
     /// Whether the text is these bytes (a C library's buffer, such as a SQLite column).
     static func equal(_ a: String, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
         var a = a
@@ -50,10 +55,21 @@ enum SameBytes {
     /// The text's bytes and their count into `hasher` (a key of several texts hashes each so).
     static func combine(_ text: String, into hasher: inout Hasher) {
         var text = text
-        text.withUTF8 { bytes in
-            hasher.combine(bytes.count)
-            hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
-        }
+        text.withUTF8 { combine($0, into: &hasher) }
+    }
+
+    static func combine(_ bytes: UnsafeBufferPointer<UInt8>, into hasher: inout Hasher) {
+        hasher.combine(bytes.count)
+        hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
+    }
+
+    /// The hash of a key of two texts, the second given as bytes: what `hashValue` is for a
+    /// type that `combine`s the two texts in that order (`ResourceKey`).
+    static func hash(_ first: String, then second: ArraySlice<UInt8>) -> Int {
+        var hasher = Hasher()
+        combine(first, into: &hasher)
+        second.withUnsafeBufferPointer { combine($0, into: &hasher) }
+        return hasher.finalize()
     }
 
     static func hash(_ bytes: ArraySlice<UInt8>, seed: Int = 0) -> Int {
