@@ -391,7 +391,7 @@ struct ChunkedOutput {
     }
 
     static func += (output: inout ChunkedOutput, text: String) {
-        output.buffer.append(contentsOf: text.utf8)
+        output.buffer.append(utf8: text)
     }
 
     static func += (output: inout ChunkedOutput, text: Substring) {

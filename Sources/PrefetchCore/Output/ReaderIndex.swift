@@ -190,16 +190,16 @@ enum ReaderIndex {
             if !(first || firstField) { bytes.append(UInt8(ascii: ",")) }
             firstField = false
             bytes.append(UInt8(ascii: "\""))
-            bytes.append(contentsOf: name.utf8)
+            bytes.append(utf8: name)
             bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
         }
 
         mutating func field(_ name: String, string value: String?, first: Bool = false) {
             key(name, first: first)
             guard let value else { return bytes.append(contentsOf: Self.null) }
-            if value.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            if value.allUTF8Bytes({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
                 bytes.append(UInt8(ascii: "\""))
-                bytes.append(contentsOf: value.utf8)
+                bytes.append(utf8: value)
                 bytes.append(UInt8(ascii: "\""))
             } else {
                 bytes.append(contentsOf: Array(JSONObject.quote(value).utf8))

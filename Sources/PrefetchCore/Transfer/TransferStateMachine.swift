@@ -158,8 +158,8 @@ struct TransferStateMachine {
     /// line changes nothing.
     @discardableResult
     mutating func headerLine(_ bytes: UnsafeRawBufferPointer) -> Action {
-        guard case .connecting(var exchange) = state else { return headComplete ? .nothing : .refuse }
-        state = .modifying
+        guard case .connecting = state else { return headComplete ? .nothing : .refuse }
+        guard case .connecting(var exchange) = takeState() else { preconditionFailure("headerLine(_:) lost its state") }
         if let failure = exchange.take(line: bytes) {
             state = .failed(failure, exchange.reply)
             return .refuse
@@ -178,7 +178,8 @@ struct TransferStateMachine {
     /// 206 continuing it) or from zero (FAULTS 5, 6: never appended otherwise), or not
     /// (`.discardBody`).
     mutating func bodyBegins() -> Action {
-        guard case .connecting(var exchange) = state else { preconditionFailure("bodyBegins() while \(state)") }
+        guard case .connecting = state else { preconditionFailure("bodyBegins() while \(state)") }
+        guard case .connecting(var exchange) = takeState() else { preconditionFailure("bodyBegins() lost its state") }
         // A body follows a whole head (libcurl gives the blank line first; a test may not).
         if !exchange.headComplete, let failure = exchange.judgeHead(ended: true) {
             state = .failed(failure, exchange.reply)
@@ -244,10 +245,10 @@ struct TransferStateMachine {
                 return .refuse
             }
             return .write
-        case .discarding(let exchange, let dropped):
+        case .discarding(_, let dropped):
             // Error pages never land (FAULTS 14); a short one is read to its end, unwritten.
-            guard dropped + UInt64(count) <= Self.drainLimit else { return .refuse }
-            state = .modifying  // the exchange is moved back, not copied
+            guard dropped + UInt64(count) <= Self.drainLimit,
+                  case .discarding(let exchange, _) = takeState() else { return .refuse }
             state = .discarding(exchange, dropped: dropped + UInt64(count))
             return .drop
         default:
@@ -259,11 +260,18 @@ struct TransferStateMachine {
     /// `.modifying` meanwhile, so nothing is copied while it holds the data too.
     @discardableResult
     private mutating func changeReceiving<Answer>(_ change: (inout Receiving) -> Answer) -> Answer? {
-        guard case .receiving(let exchange, var receiving) = state else { return nil }
-        state = .modifying
+        guard case .receiving = state, case .receiving(let exchange, var receiving) = takeState() else { return nil }
         let answer = change(&receiving)
         state = .receiving(exchange, receiving)
         return answer
+    }
+
+    /// The state, taken out with its data (`.modifying` left in its place): moved, not copied,
+    /// so a case's data changed and put back is never held twice.
+    private mutating func takeState() -> State {
+        var taken = State.modifying
+        swap(&taken, &state)
+        return taken
     }
 
     /// The caller stopped libcurl for the feed's rate or budget (or the cache's room).
