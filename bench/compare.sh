@@ -33,11 +33,7 @@ mkdir -p "$WORK"
 BASE=$(mktemp -d "$TMPFS_DIR/prefetch-compare.XXXXXX") || die "cannot create a folder in $TMPFS_DIR"
 chmod 755 "$BASE"
 cleanup() { origin_stop "$BASE/origin"; rm -rf "$BASE"; }
-mkdir -p "$BASE/www"
-head -c 64 /dev/urandom >"$BASE/www/one.bin"
-chmod 644 "$BASE/www/one.bin"
-PORT=$(free_port 8790)
-origin_start "$BASE/www" "$PORT" "$BASE/origin" || die "nginx did not start (see $BASE/origin/error.log)"
+served_origin "$BASE" 8790
 printf 'max_manifest_size: 1GiB\nconcurrency: 16\nper_host: 16\n' >"$WORK/compare-config.yaml"
 CONFIG=$WORK/compare-config.yaml
 ASSUME=(--assume network=unmetered,power=ac,free=1TiB --at 2026-11-30T03:00:00Z)
@@ -49,7 +45,7 @@ if [ ! -s "$gen/feed.yaml" ] || [ "$BENCH/gen_feed.py" -nt "$gen/feed.yaml" ]; t
     python3 "$BENCH/gen_feed.py" --resources "$N" --seed 1 "$gen/feed.yaml" >/dev/null || die "gen_feed.py failed"
 fi
 mkdir -p "$BASE/feeds"
-served_feed "$N" "http://127.0.0.1:$PORT" "$BASE/feeds/scale.yaml" 1h
+served_feed "$N" "$URL" "$BASE/feeds/scale.yaml" 1h
 nocache=$BASE/no-cache
 for name in "${names[@]}"; do
     bin=${PATHS[$name]}

@@ -119,6 +119,16 @@ CONF
 }
 origin_stop() { [ -f "$1/nginx.pid" ] && kill "$(cat "$1/nginx.pid")" 2>/dev/null; rm -f "$1/nginx.pid"; return 0; }
 free_port() { local p=$1; while (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; do p=$((p + 1)); done; echo "$p"; }
+# served_origin BASE FIRST_PORT: BASE/www holding one 64-byte file, served by origin_start on
+# the first free port from FIRST_PORT (every /r/ URL answered with it); sets PORT and URL.
+served_origin() {
+    mkdir -p "$1/www"
+    head -c 64 /dev/urandom >"$1/www/one.bin"
+    chmod 644 "$1/www/one.bin"
+    PORT=$(free_port "$2")
+    origin_start "$1/www" "$PORT" "$1/origin" || die "nginx did not start (see $1/origin/error.log)"
+    URL="http://127.0.0.1:$PORT"
+}
 # served_feed N URL FILE [REFRESH]: a feed of N resources, url URL/r/dNNN/fNNNNNNN.bin each,
 # in 1,000 folders of at most 1,000 files.
 served_feed() {

@@ -34,12 +34,7 @@ chmod 755 "$BASE"
 cleanup() { origin_stop "$BASE/origin"; rm -rf "$BASE"; }
 
 # The origin: one 64-byte file behind every /r/ URL.
-mkdir -p "$BASE/www"
-head -c 64 /dev/urandom >"$BASE/www/one.bin"
-chmod 644 "$BASE/www/one.bin"
-PORT=$(free_port 8690)
-origin_start "$BASE/www" "$PORT" "$BASE/origin" || die "nginx did not start (see $BASE/origin/error.log)"
-URL="http://127.0.0.1:$PORT"
+served_origin "$BASE" 8690
 # A 1,000,000-resource manifest is about 230 MB: over the default max_manifest_size.
 printf 'max_manifest_size: 1GiB\nconcurrency: 16\nper_host: 16\n' >"$WORK/config.yaml"
 CONFIG=$WORK/config.yaml
