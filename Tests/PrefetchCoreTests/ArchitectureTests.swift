@@ -30,16 +30,24 @@ import Testing
     static func rank(_ folder: String) -> Int? { layers.firstIndex { $0.contains(folder) } }
 
     /// The text without comments and string literals.
+    /// (The lines stay where they were: a comment or string over several lines leaves its
+    /// line breaks.)
     static func code(_ text: String) -> String {
         var out = "", chars = Array(text), i = 0
+        func breaks(_ range: Range<Int>) -> String {
+            String(repeating: "\n", count: chars[max(0, min(range.lowerBound, chars.count))..<min(range.upperBound, chars.count)].count { $0 == "\n" })
+        }
         while i < chars.count {
             if chars[i] == "/", i + 1 < chars.count, chars[i + 1] == "/" {
                 while i < chars.count, chars[i] != "\n" { i += 1 }
             } else if chars[i] == "/", i + 1 < chars.count, chars[i + 1] == "*" {
+                let start = i
                 i += 2
                 while i + 1 < chars.count, !(chars[i] == "*" && chars[i + 1] == "/") { i += 1 }
                 i += 2
+                out += breaks(start..<i)
             } else if chars[i] == "\"" {
+                let start = i
                 let triple = i + 2 < chars.count && chars[i + 1] == "\"" && chars[i + 2] == "\""
                 i += triple ? 3 : 1
                 while i < chars.count {
@@ -48,7 +56,7 @@ import Testing
                     if !triple, chars[i] == "\"" || chars[i] == "\n" { i += 1; break }
                     i += 1
                 }
-                out += "\"\""
+                out += "\"\"" + breaks(start..<i)
             } else {
                 out.append(chars[i])
                 i += 1
@@ -68,7 +76,7 @@ import Testing
         return names
     }
 
-    struct File { let folder: String; let name: String; let code: String }
+    struct File { let folder: String; let name: String; let code: String; var lineCount = 0 }
 
     /// Every source file, with the top folder it is in (its layer); a file in a folder below
     /// (`Values/Compact/`) belongs to its top folder's layer, its name the path below it.
@@ -79,7 +87,8 @@ import Testing
             guard (try? url.resourceValues(forKeys: [.isDirectoryKey]).isDirectory) == true else { continue }
             let names = FileManager.default.enumerator(atPath: url.path)?.compactMap { $0 as? String } ?? []
             for name in names.sorted() where name.hasSuffix(".swift") {
-                out.append(File(folder: folder, name: name, code: code(try String(contentsOf: url.appendingPathComponent(name), encoding: .utf8))))
+                let text = try String(contentsOf: url.appendingPathComponent(name), encoding: .utf8)
+                out.append(File(folder: folder, name: name, code: code(text), lineCount: text.split(separator: "\n", omittingEmptySubsequences: false).count - 1))
             }
         }
         return out
@@ -95,6 +104,32 @@ import Testing
         var found: [String] = []
         for file in try Self.files() where plain.contains(file.folder) && !(file.folder == "State" && file.name == "SQLite.swift") {
             for line in file.code.split(separator: "\n") where line.contains(forbidden) { found.append("\(file.folder)/\(file.name): \(line)") }
+        }
+        #expect(found.isEmpty, Comment(rawValue: found.joined(separator: "\n")))
+    }
+
+    /// A source file stays under 450 lines and a function under 100 (issue 36): a newcomer
+    /// reads one job at a time. Functions are found by their `func` or `init` and measured
+    /// from it to the brace that closes their body, comments and strings left out.
+    @Test func filesAndFunctionsStayShort() throws {
+        var found: [String] = []
+        for file in try Self.files() {
+            let lines = file.code.split(separator: "\n", omittingEmptySubsequences: false)
+            if file.lineCount >= 450 { found.append("\(file.folder)/\(file.name): \(file.lineCount) lines") }
+            let declaration = try Regex("\\b(func [A-Za-z_][A-Za-z0-9_]*|init[?!]?)\\s*[(<]")
+            for (start, line) in lines.enumerated() where line.contains(declaration) {
+                var depth = 0, opened = false
+                scan: for (offset, text) in lines[start...].enumerated() {
+                    for character in text {
+                        if character == "{" { depth += 1; opened = true } else if character == "}" { depth -= 1 }
+                        if opened && depth == 0 {
+                            if offset + 1 >= 100 { found.append("\(file.folder)/\(file.name):\(start + 1): a function of \(offset + 1) lines") }
+                            break scan
+                        }
+                    }
+                    if !opened && offset > 5 { break }  // a declaration without a body (a protocol's)
+                }
+            }
         }
         #expect(found.isEmpty, Comment(rawValue: found.joined(separator: "\n")))
     }

@@ -25,6 +25,11 @@ extension TransferStateMachine {
         case cacheFull
     }
 
+    /// The most of a body that is not written read to its end (`drop`); past it the exchange
+    /// stops, and its connection with it. Error pages are a few hundred bytes (nginx's are
+    /// under 600); 64 KiB costs less than a new connection even on a slow link.
+    static let drainLimit: UInt64 = 64 * 1024
+
     /// What the next request asks for.
     struct Request: Sendable, Equatable {
         var url: String

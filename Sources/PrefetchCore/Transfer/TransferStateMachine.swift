@@ -33,10 +33,6 @@ struct TransferStateMachine {
     /// Where a resume asked from, when the server answered it with the whole file (a 200 to
     /// a Range): the run's line says so (SPEC §7 "Run summary").
     private(set) var refusedResume: UInt64 = 0
-    /// The most of a body that is not written read to its end (`drop`); past it the exchange
-    /// stops, and its connection with it. Error pages are a few hundred bytes (nginx's are
-    /// under 600); 64 KiB costs less than a new connection even on a slow link.
-    static let drainLimit: UInt64 = 64 * 1024
 
     init(url: ResourceURL, size: UInt64?, maxSize: UInt64?, globalCap: UInt64, sha256: String?, encoding: EncodingMode = .refuse,
          offered: [String] = [], cachedValidators: Validators?, partial: PartialState?, partialAtAnotherURL: Bool = false) {
@@ -158,8 +154,7 @@ struct TransferStateMachine {
     /// line changes nothing.
     @discardableResult
     mutating func headerLine(_ bytes: UnsafeRawBufferPointer) -> Action {
-        guard case .connecting = state else { return headComplete ? .nothing : .refuse }
-        guard case .connecting(var exchange) = takeState() else { preconditionFailure("headerLine(_:) lost its state") }
+        guard case .connecting = state, case .connecting(var exchange) = takeState() else { return headComplete ? .nothing : .refuse }
         if let failure = exchange.take(line: bytes) {
             state = .failed(failure, exchange.reply)
             return .refuse
@@ -178,8 +173,7 @@ struct TransferStateMachine {
     /// 206 continuing it) or from zero (FAULTS 5, 6: never appended otherwise), or not
     /// (`.discardBody`).
     mutating func bodyBegins() -> Action {
-        guard case .connecting = state else { preconditionFailure("bodyBegins() while \(state)") }
-        guard case .connecting(var exchange) = takeState() else { preconditionFailure("bodyBegins() lost its state") }
+        guard case .connecting = state, case .connecting(var exchange) = takeState() else { preconditionFailure("bodyBegins() while \(state)") }
         // A body follows a whole head (libcurl gives the blank line first; a test may not).
         if !exchange.headComplete, let failure = exchange.judgeHead(ended: true) {
             state = .failed(failure, exchange.reply)
