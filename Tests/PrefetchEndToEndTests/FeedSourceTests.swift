@@ -272,11 +272,16 @@ import PrefetchCore
         try s.harness.feed("name: lobby\nrefresh: 1h\nresources:\n  - url: ORIGIN/b.bin\n", name: "local")
         let clash = try s.run()
         #expect(clash.status == 1, "\(clash.stderr)")
-        #expect(clash.stderr.contains("lobby: error: name taken: the feed name 'lobby' is also used by feeds/local.yaml"), "\(clash.stderr)")
+        // The reason names the name and who holds it, the same in the run's error line,
+        // `status` and `status --json` (SPEC §8, "Names").
+        let reason = "name taken: 'lobby' is the local feed feeds/local.yaml"
+        #expect(clash.stderr.contains("lobby: error: \(reason)\n"), "\(clash.stderr)")
         #expect(s.harness.cached("lobby/b.bin") == b)
         let line = try #require(try s.sources().first)
         #expect(line["state"] as? String == "stale")
-        #expect(line["error"] as? String == "name taken")
+        #expect(line["error"] as? String == reason)
+        let status = try s.run(["status"])
+        #expect(status.stdout.contains(reason), "\(status.stdout)")
 
         // The local feed goes, the source's copy in force runs again.
         try FileManager.default.removeItem(at: s.harness.dir.url.appendingPathComponent("feeds/local.yaml"))

@@ -25,7 +25,7 @@ enum ValidateCommand {
         for view in set.sources {
             switch view.problem {
             case .unreadable(let reason)?: context.console.err("\(view.source.label): warning: \(reason)\n")
-            case .nameTaken(let why)?: context.console.err("\(view.source.label): warning: name taken: \(why)\n")
+            case .nameTaken(let reason)?: context.console.err("\(view.source.label): warning: \(reason)\n")
             case nil: if view.copy == nil { context.console.err("\(view.source.label): warning: no copy in force yet (run fetches it)\n") }
             }
         }

@@ -30,8 +30,8 @@ struct FeedSet {
 
     /// Reads every source's copy in force from the cache at `config.cache`.
     static func assemble(local: [Feed], config: Config) -> FeedSet {
-        var taken: [String: String] = [:]
-        for feed in local { taken[feed.name] = feed.file }
+        var taken: [String: NameHolder] = [:]
+        for feed in local { taken[feed.name] = .localFeed(path: feed.file) }
         let decoder = FeedDecoder(config: config)
         var views: [SourceView] = []
         for source in config.feedSources {
@@ -45,9 +45,9 @@ struct FeedSet {
                     view.copy = copy
                     view.feedName = feed.name
                     if let other = taken[feed.name] {
-                        view.problem = .nameTaken("the feed name '\(feed.name)' is also used by \(other)")
+                        view.problem = .nameTaken(other.reason(feed.name))
                     } else {
-                        taken[feed.name] = "the feed source \(source.label)"
+                        taken[feed.name] = .source(label: source.label)
                         view.feed = feed
                     }
                 } else {
@@ -87,10 +87,10 @@ struct SourceStatus {
             case .unreadable(let reason)?: error = reason
             default: error = record?.error ?? (record?.lastCheck == nil ? "not checked yet" : "never applied")
             }
-        } else if case .nameTaken = view.problem {
+        } else if case .nameTaken(let reason) = view.problem {
             state = .stale
             staleSince = record?.staleSince ?? now
-            error = "name taken"
+            error = reason
         } else if let record, record.failures > 0 {
             state = .stale
             staleSince = record.staleSince ?? record.lastCheck ?? now

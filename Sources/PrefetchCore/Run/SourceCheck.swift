@@ -51,7 +51,7 @@ struct SourceCheck {
     /// `localNames`: each local feed's name and file (local feeds win a name). Returns the
     /// outcome of each source checked, by label.
     @discardableResult
-    func run(all: Bool, localNames: [String: String], cache: CacheFolder, state: StateStore, now: () -> Instant,
+    func run(all: Bool, localNames: [String: NameHolder], cache: CacheFolder, state: StateStore, now: () -> Instant,
              stopRequested: () -> Bool = { false }) -> [String: Outcome] {
         let sources = config.feedSources
         guard !sources.isEmpty else { return [:] }
@@ -85,7 +85,7 @@ struct SourceCheck {
             if let bytes = inForce.copy?.manifest,
                let name = FeedDecoder(config: config).decode(bytes, file: source.label, defaultName: source.defaultFeedName).feed?.name,
                taken[name] == nil {
-                taken[name] = "the feed source \(source.label)"
+                taken[name] = .source(label: source.label)
             }
         }
         return outcomes
@@ -108,7 +108,7 @@ struct SourceCheck {
     }
 
     /// One check of `source`; prints what went wrong.
-    func check(_ source: FeedSource, copy: SourceCopy?, taken: [String: String], cache: CacheFolder, at time: Instant) -> Outcome {
+    func check(_ source: FeedSource, copy: SourceCopy?, taken: [String: NameHolder], cache: CacheFolder, at time: Instant) -> Outcome {
         let label = source.label
         func fail(_ message: String, reason: String? = nil) -> Outcome {
             console.report([Diagnostic(.error, file: label, at: nil, message)], sources: [:])
@@ -167,7 +167,7 @@ struct SourceCheck {
             return .failed("the manifest names the feed '\(feed.name)', not '\(name)'")
         }
         if let other = taken[feed.name] {
-            return fail("name taken: the feed name '\(feed.name)' is already used by \(other)", reason: "name taken")
+            return fail(other.reason(feed.name))
         }
         let applied = SourceCopy(manifest: manifest, signature: signature, validators: validators, fetchedAt: time,
                                  keyID: signer?.keyIDHex, timestamp: signer?.timestamp)

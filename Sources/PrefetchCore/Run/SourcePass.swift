@@ -32,8 +32,8 @@ enum SourcePass {
         let config = settings.config
         let labels = config.feedSources.map(\.label)
         if !config.feedSources.isEmpty {
-            var localNames: [String: String] = [:]
-            for feed in local { localNames[feed.name] = feed.file }
+            var localNames: [String: NameHolder] = [:]
+            for feed in local { localNames[feed.name] = .localFeed(path: feed.file) }
             let checker = SourceCheck(config: config, environment: settings.environment, console: console,
                                       machineID: settings.machineID?.usableValue)
             checker.run(all: all, localNames: localNames, cache: cache, state: state, now: { settings.now() }, stopRequested: stopRequested)
@@ -42,9 +42,10 @@ enum SourcePass {
         let now = settings.now()
         do {
             for view in set.sources {
-                if case .nameTaken(let why)? = view.problem {
-                    console.err("\(view.source.label): error: name taken: \(why); its feed does not run while the clash lasts\n")
-                    try state.recordSourceFailure(view.source.label, error: "name taken", at: now, checked: false, retryAt: nil)
+                if case .nameTaken(let reason)? = view.problem {
+                    // The reason as status says it; the source's feed does not run while the clash lasts.
+                    console.err("\(view.source.label): error: \(reason)\n")
+                    try state.recordSourceFailure(view.source.label, error: reason, at: now, checked: false, retryAt: nil)
                 } else if view.copy != nil {
                     try state.clearSourceStale(view.source.label)
                 }
