@@ -126,7 +126,9 @@ import PrefetchCore
 
         let run = try s.runJSON(config: config)
         #expect(run.status == 0 && run.placed("c.bin"), "\(run.diagnostics)")
-        #expect(run.stderr.contains("removed t/a.bin (1000B) to make room under max_cache_size"), "\(run.stderr)")
+        let removed = run.events.filter { $0["type"] as? String == "removed" }
+        #expect(removed.count == 1 && removed.first?["feed"] as? String == "t" && removed.first?["path"] as? String == "a.bin"
+                && removed.first?["bytes"] as? Int == 1000 && removed.first?["reason"] as? String == "room for max_cache_size", "\(run.stdout)")
         #expect(!s.exists("t/a.bin"), "the oldest unlisted file went")
         #expect(s.cached("t/b.bin") != nil, "no more than needed went")
         #expect(s.cached("t/x.bin") != nil, "a listed file is never removed to make room")
@@ -203,7 +205,28 @@ import PrefetchCore
         #expect(s.cached("t/d.bin") != nil, "d never placed: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
         #expect(waited >= 7, "placed after \(waited) s: the previous generation went before its 60 s")
         let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-        #expect(text.contains("to make room under max_cache_size"), "\(text)")
+        #expect(text.contains("\nremoved  t (generation ") && text.contains(" (room for max_cache_size)\n"), "\(text)")
+    }
+
+    /// SPEC §8: a `prune: true` feed's unlisted files are room too. A manifest that drops a
+    /// file frees its room for the same pass (not a pass later, when the prune would come),
+    /// said on a line of its own and not counted as pruned.
+    @Test func aFileDroppedFromAPruneFeedIsRoomInTheSamePass() throws {
+        let s = try FaultHarness()
+        for (n, name) in ["a.bin", "b.bin", "c.bin"].enumerated() {
+            s.origin.serve("/\(name)", OriginResource(Self.bytes(1000, UInt64(60 + n)), etag: "\"\(name)\""))
+        }
+        try s.feed("prune: true\nresources:\n  - url: ORIGIN/a.bin\n  - url: ORIGIN/b.bin\n", name: "t")
+        let config = try Self.config(s, "max_cache_size: 2500\n")
+        let first = try s.run(["run"], config: config)
+        #expect(first.status == 0 && s.cached("t/a.bin") != nil && s.cached("t/b.bin") != nil, "\(first.diagnostics)")
+        try s.feed("prune: true\nresources:\n  - url: ORIGIN/b.bin\n  - url: ORIGIN/c.bin\n    size: 1000\n", name: "t")
+
+        let run = try s.run(["run"], config: config)
+        #expect(run.status == 0 && s.cached("t/c.bin") != nil, "c waited a pass for the room a.bin held: \(run.diagnostics)")
+        #expect(!s.exists("t/a.bin") && s.cached("t/b.bin") != nil)
+        #expect(run.stdout.contains("removed  t/a.bin  1000B (room for max_cache_size)\n"), "\(run.stdout)")
+        #expect(run.stdout.contains("0 pruned"), "a removal for room is not a prune: \(run.stdout)")
     }
 
     /// Without `size` or a recorded length, the `Content-Length` decides when it arrives:

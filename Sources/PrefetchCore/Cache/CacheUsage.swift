@@ -9,8 +9,9 @@ import Foundation
 /// state.db and everything else of `.prefetch/` (feed sources' copies, the lock), the
 /// reader indexes (prefetch's own), folders, and folders prefetch never recorded.
 ///
-/// Removable (`Room`): unlisted files of listed feeds with `prune: false` and
-/// `consistency: file`; previous generations of listed `release` feeds once the live
+/// Removable (`Room`): unlisted files of listed `consistency: file` feeds (with `prune:
+/// true` they would go at the pass's end anyway: a manifest that drops a file frees its
+/// room for the same pass); previous generations of listed `release` feeds once the live
 /// generation has been live for `generationGrace` (a reader that resolved the old folder
 /// gets that long). Never a listed file, never anything of a removed feed.
 /// Walks by descriptor, never following a symlink; creates nothing.
@@ -26,7 +27,7 @@ public struct CacheUsage: Sendable {
     /// One thing that may be removed to make room.
     public struct Room: Sendable, Equatable {
         public enum Kind: Sendable, Equatable {
-            /// An unlisted file of a `prune: false` feed, at `path` in its folder.
+            /// An unlisted file of a `consistency: file` feed, at `path` in its folder.
             case file(path: String)
             /// A previous generation of a `consistency: release` feed.
             case generation(Int)
@@ -73,8 +74,8 @@ extension CacheUsage {
             switch cache.layout(of: name) {
             case .plain:
                 guard case .success(let folder) = SafePath.openFolders([Substring(name)], below: cache.root, create: false) else { continue }
-                // Unlisted files are room only of a listed feed that keeps them (prune: false) file by file.
-                let room = feed.map { !$0.prune && $0.consistency == .file } ?? false
+                // Unlisted files are room of a listed feed that keeps its files one by one.
+                let room = feed.map { $0.consistency == .file } ?? false
                 let paths = room ? Set(feed!.resources.map(\.path)) : []
                 walk.files(in: folder, relative: "", owner: { path in
                     room && !paths.contains(path) ? .room(.file(path: path), feed: name) : .kept

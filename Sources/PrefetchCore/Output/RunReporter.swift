@@ -39,6 +39,9 @@ final class RunReporter {
 
     private func name(_ key: ResourceKey) -> String { key.feed + "/" + key.path }
 
+    /// Why a file or generation went before the transfers (SPEC §8).
+    static let roomReason = "room for max_cache_size"
+
     func handle(_ event: RunEvent) {
         observe?(event)
         if case .stateError = event {  // said once a run, whichever part could not write
@@ -53,7 +56,7 @@ final class RunReporter {
         }
         switch event {
         case .paused, .retrying, .heldWithOrigin, .failed, .stateError, .held, .nextURL: flush()  // rare, and worth seeing at once
-        case .started, .progress, .placed, .fresh: break
+        case .started, .progress, .placed, .fresh, .removedForRoom: break
         }
     }
 
@@ -110,6 +113,10 @@ final class RunReporter {
             // Not about one resource: a `failed` line with no feed and no path.
             line.add("type", "failed"); line.add("feed", nil as String?); line.add("path", nil as String?)
             line.add("error", message); line.add("final", true)
+        case .removedForRoom(let feed, let path, let generation, let bytes):
+            line.add("type", "removed"); line.add("feed", feed); line.add("path", path)
+            if let generation { line.add("generation", Int64(generation)) }
+            line.add("bytes", bytes); line.add("reason", Self.roomReason)
         }
         out(line.line + "\n")
     }
@@ -140,11 +147,11 @@ final class RunReporter {
         case .placed(let k, _, _, _, _, _), .fresh(let k), .paused(let k, _, _, _), .retrying(let k, _, _), .failed(let k, _, _, _),
              .heldWithOrigin(let k, _, _, _, _), .nextURL(let k, _, _):
             lastProgress.removeAll { $0.key == k }
-        case .started, .progress, .stateError, .held: break
+        case .started, .progress, .stateError, .held, .removedForRoom: break
         }
         if quiet {  // `--quiet` keeps the error lines only: the others are not even made
             switch event {
-            case .placed, .fresh, .paused, .retrying, .heldWithOrigin, .nextURL: return
+            case .placed, .fresh, .paused, .retrying, .heldWithOrigin, .nextURL, .removedForRoom: return
             case .started, .progress, .failed, .stateError, .held: break
             }
         }
@@ -194,6 +201,9 @@ final class RunReporter {
             failedLine(k, message, retryAt)
         case .stateError(let message):
             log("prefetch: error: \(message)", error: true)
+        case .removedForRoom(let feed, let path, let generation, let bytes):
+            let what = path.map { feed + "/" + $0 } ?? "\(feed) (generation \(generation ?? 0))"
+            log("removed  \(what)  \(ByteSize.format(bytes)) (\(Self.roomReason))")
         case .held(let origin, let reason, let until, let resources):
             heldFailures[origin] = nil
             log("failed  \(origin)  \(reason); \(resources) resource\(resources == 1 ? "" : "s") held until "

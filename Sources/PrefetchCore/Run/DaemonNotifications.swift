@@ -133,7 +133,7 @@ struct DaemonNotifications: Sendable {
         case .failed(_, _, _, let origin): if origin == nil { pass.failed += 1 }
         case .held(_, _, _, let resources): pass.held += resources
         case .progress(let transfers): pass.transferring = transfers
-        case .started, .retrying, .heldWithOrigin, .stateError, .nextURL: return []
+        case .started, .retrying, .heldWithOrigin, .stateError, .nextURL, .removedForRoom: return []
         }
         switch event {  // one that ended leaves the line at once, not at the next progress
         case .placed(let key, _, _, _, _, _), .fresh(let key), .paused(let key, _, _, _), .failed(let key, _, _, _):

@@ -115,7 +115,7 @@ struct RunPass {
         guard case (let plan, var snapshot, let cached)? = makePlan(pass, sweep: true) else { return Outcome(exit: .failure) }
         let planned = try? state.changeStamp()
         // max_cache_size (SPEC §8): room is made before transfers start.
-        let cacheAllowance = plan.cache.map { CacheRoomMaker.makeRoom($0, cache: cache, state: state, console: console) }
+        let cacheAllowance = plan.cache.map { CacheRoomMaker.makeRoom($0, cache: cache, state: state, console: console, report: reporter.handle) }
         pass.recordState { try ReleaseBook.begin(plan, snapshot, state) }  // each release is recorded as begun
         let jobs = makeJobs(plan, snapshot: snapshot, cached: cached, cacheAllowance: cacheAllowance)
         let timings = Dictionary(feeds.map { ($0.name, FeedTiming($0, machineID: settings.machineID?.usableValue)) }, uniquingKeysWith: { a, _ in a })

@@ -26,6 +26,9 @@ enum RunEvent {
     case held(origin: String, reason: String, until: Instant, resources: Int)
     /// state.db could not be written (once per run): not about one resource.
     case stateError(String)
+    /// Something removed before the transfers to make room under `max_cache_size` (SPEC §8):
+    /// an unlisted file of `feed` (`path`), or a previous generation (`generation`).
+    case removedForRoom(feed: String, path: String?, generation: Int?, bytes: UInt64)
 }
 
 /// What became of a stopped transfer's partial (SPEC §7 "Partials as the run sees them").
