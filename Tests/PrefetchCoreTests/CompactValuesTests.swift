@@ -118,50 +118,63 @@ import TestSupport
         }
     }
 
-    /// state.db's records in their compact table answer as a `Dictionary` of the same
-    /// changes does: reads, writes, removals, changes through `default:` and `?.`, iteration,
-    /// equality, on few keys (many repeats) and many (the index rebuilt as it grows).
-    @Test func resourceStatesActAsADictionary() {
+    /// state.db's records in their table answer as a `Dictionary` keyed by the keys' bytes
+    /// (the reference: a path is its bytes, as on disk and in state.db) does: reads, writes,
+    /// removals, changes through `default:` and `?.`, iteration, equality, on few keys (many
+    /// repeats) and many (the table grows), with paths that include canonically equivalent
+    /// spellings. A table filled from keys' bytes (`appendNew`, as state.db's reader fills
+    /// it) is equal to it and finds the same records.
+    @Test func resourceStatesActAsADictionaryOfBytes() {
         var random = SplitMix64(seed: Self.seed)
+        func bytes(_ key: ResourceKey) -> [UInt8] { Array(key.feed.utf8) + [0] + Array(key.path.utf8) }
         for round in 0..<40 {
             let keySpace = round % 2 == 0 ? 12 : 3000
             var table = ResourceStates()
-            var reference: [ResourceKey: ResourceState] = [:]
+            var reference: [[UInt8]: (ResourceKey, ResourceState)] = [:]
             if round % 4 == 1 { table.reserveCapacity(Int(random.next() % 200)) }
             for step in 0..<1500 {
-                let key = ResourceKey(feed: "f\(random.next() % 3)", path: "p\(random.next() % UInt64(keySpace))")
+                let n = random.next() % UInt64(keySpace)
+                let path = n % 3 == 0 ? Self.text(&random) : "p\(n)"
+                let key = ResourceKey(feed: ["f0", "f1", "f\u{E9}", "fe\u{301}"][Int(random.next() % 4)], path: path)
                 let context = "seed \(Self.seed), round \(round), step \(step)"
                 var state = ResourceState(urlHash: String(repeating: "a", count: 64))
                 state.failures = Int(random.next() % 5)
                 switch random.next() % 6 {
                 case 0, 1:
                     table[key] = state
-                    reference[key] = state
+                    reference[bytes(key)] = (key, state)
                 case 2:
                     table[key] = nil
-                    reference[key] = nil
+                    reference[bytes(key)] = nil
                 case 3:
                     table[key, default: state].validatedAt = Instant(seconds: Int64(step))
-                    reference[key, default: state].validatedAt = Instant(seconds: Int64(step))
+                    var record = reference[bytes(key)]?.1 ?? state
+                    record.validatedAt = Instant(seconds: Int64(step))
+                    reference[bytes(key)] = (key, record)
                 case 4:
                     table[key]?.lastError = "e\(step)"
-                    reference[key]?.lastError = "e\(step)"
+                    if var record = reference[bytes(key)] { record.1.lastError = "e\(step)"; reference[bytes(key)] = record }
                 default:
-                    #expect(table[key] == reference[key], "\(context)")
+                    #expect(table[key] == reference[bytes(key)]?.1, "\(context)")
                 }
                 #expect(table.count == reference.count && table.isEmpty == reference.isEmpty, "\(context)")
             }
-            for (key, value) in reference { #expect(table[key] == value, "seed \(Self.seed), round \(round): \(key)") }
-            var seen = Set<ResourceKey>()
+            for (key, value) in reference.values { #expect(table[key] == value, "seed \(Self.seed), round \(round): \(key)") }
+            var seen = Set<[UInt8]>()
             for (key, value) in table {
-                #expect(seen.insert(key).inserted && reference[key] == value, "seed \(Self.seed), round \(round): \(key)")
+                #expect(seen.insert(bytes(key)).inserted && reference[bytes(key)]?.1 == value, "seed \(Self.seed), round \(round): \(key)")
             }
-            #expect(seen.count == reference.count && Set(table.keys) == Set(reference.keys) && table.values.count == reference.count)
+            #expect(seen.count == reference.count && Set(table.keys.map(bytes)) == Set(reference.keys) && table.values.count == reference.count)
             // Equal whatever the order the records were added in; unequal after any change.
             var reordered = ResourceStates()
-            for (key, value) in reference.sorted(by: { $0.key.path > $1.key.path }) { reordered[key] = value }
+            for (key, value) in reference.values.sorted(by: { $0.0.path > $1.0.path }) { reordered[key] = value }
             #expect(reordered == table, "seed \(Self.seed), round \(round)")
-            if let (key, value) = reference.first {
+            // Filled from bytes, as state.db's reader fills it: the same records, found by key.
+            var fromBytes = ResourceStates()
+            for (key, value) in reference.values { fromBytes.appendNew(value, feed: key.feed) { $0.append(contentsOf: key.path.utf8) } }
+            #expect(fromBytes == table, "seed \(Self.seed), round \(round): a table filled from bytes")
+            for (key, value) in reference.values { #expect(fromBytes[key] == value, "seed \(Self.seed), round \(round): \(key) filled from bytes") }
+            if let (key, value) = reference.values.first {
                 reordered[key]?.failures = value.failures + 1
                 #expect(reordered != table, "seed \(Self.seed), round \(round)")
             }

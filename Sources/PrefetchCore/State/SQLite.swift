@@ -232,6 +232,13 @@ final class SQLiteStatement {
         sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : sqlite3_column_double(handle, column)
     }
 
+    /// A text column's bytes as SQLite holds them for this row (nil for NULL): the one place a
+    /// column is read as a buffer; valid until the next step or read of another type.
+    private func textBytes(_ column: Int32) -> UnsafeBufferPointer<UInt8>? {
+        guard let pointer = sqlite3_column_text(handle, column) else { return nil }
+        return UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(handle, column)))
+    }
+
     func text(_ column: Int32) -> String? {
         guard let pointer = sqlite3_column_text(handle, column) else { return nil }
         return String(cString: pointer)
@@ -239,48 +246,39 @@ final class SQLiteStatement {
 
     /// A text column's bytes appended to `bytes` (none for NULL): no string made of them.
     func appendText(_ column: Int32, to bytes: inout [UInt8]) {
-        guard let pointer = sqlite3_column_text(handle, column) else { return }
-        bytes.append(contentsOf: UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(handle, column))))
+        if let column = textBytes(column) { bytes.append(contentsOf: column) }
     }
 
     /// A text column that repeats across rows (feed names, dates): the interner's string
     /// with its bytes, made only when the interner has none yet.
     func text(_ column: Int32, interning interner: inout StringInterner) -> String? {
-        guard let pointer = sqlite3_column_text(handle, column) else { return nil }
-        let bytes = UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(handle, column)))
-        return interner.intern(bytes) { String(cString: pointer) }
+        guard let bytes = textBytes(column) else { return nil }
+        return interner.intern(bytes) { String(cString: bytes.baseAddress!) }
     }
 
     /// A text column that is usually a SHA-256's hex (`HexText`): no string made of a digest.
     func hexText(_ column: Int32) -> HexText? {
-        guard let pointer = sqlite3_column_text(handle, column) else { return nil }
-        return HexText(bytes: UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(handle, column))))
+        textBytes(column).map(HexText.init(bytes:))
     }
 
     /// A text column that is usually an IMF-fixdate (`DateText`): no string made of a date.
     func dateText(_ column: Int32) -> DateText? {
-        guard let pointer = sqlite3_column_text(handle, column) else { return nil }
-        return DateText(bytes: UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(handle, column))))
+        textBytes(column).map(DateText.init(bytes:))
     }
 
     /// The same for a column usually the same as an earlier one of the row, `other`, read as
     /// `value`: `value` when the bytes are the same (no date parsed twice).
     func dateText(_ column: Int32, sameAs other: Int32, value: DateText?) -> DateText? {
-        guard let pointer = sqlite3_column_text(handle, column) else { return nil }
-        let bytes = UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(handle, column)))
-        if value != nil, let earlier = sqlite3_column_text(handle, other),
-           SameBytes.equal(bytes, UnsafeBufferPointer(start: earlier, count: Int(sqlite3_column_bytes(handle, other)))) {
-            return value
-        }
+        guard let bytes = textBytes(column) else { return nil }
+        if value != nil, let earlier = textBytes(other), SameBytes.equal(bytes, earlier) { return value }
         return DateText(bytes: bytes)
     }
 
     /// A text column that is often the same as `other` (another column of the row, read
     /// before): `other` itself when the bytes are the same, so they share one string.
     func text(_ column: Int32, sameAs other: String?) -> String? {
-        guard let pointer = sqlite3_column_text(handle, column) else { return nil }
-        let bytes = UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(handle, column)))
+        guard let bytes = textBytes(column) else { return nil }
         if let other, SameBytes.equal(other, bytes) { return other }
-        return String(cString: pointer)
+        return String(cString: bytes.baseAddress!)
     }
 }
