@@ -3,6 +3,7 @@
 #include "CShims.h"
 
 #include <fcntl.h>
+#include <unistd.h>
 #include <stdio.h>
 
 #include <sys/vfs.h>
@@ -76,4 +77,8 @@ int CShims_malloc_trim(void) {
 
 int CShims_exchange(int from_folder, const char *from, int to_folder, const char *to) {
     return renameat2(from_folder, from, to_folder, to, RENAME_EXCHANGE);
+}
+
+long long CShims_copy_file_range(int from, int to, long long length) {
+    return copy_file_range(from, NULL, to, NULL, (size_t)length, 0);
 }

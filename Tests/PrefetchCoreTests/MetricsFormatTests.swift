@@ -15,6 +15,7 @@ import Testing
         let text = Metrics.render(Metrics.Snapshot(feeds: [], origins: [], lastRun: Instant(seconds: 10), lastRunSeconds: 0.5))
         #expect(text.contains("# TYPE prefetch_transfers_total counter\n"))
         #expect(text.hasSuffix("prefetch_last_run_timestamp_seconds 10\n# HELP prefetch_last_run_duration_seconds How long the last pass took.\n# TYPE prefetch_last_run_duration_seconds gauge\nprefetch_last_run_duration_seconds 0.5\n"))
-        #expect(text.components(separatedBy: "# HELP ").count - 1 == 12)
+        #expect(text.components(separatedBy: "# HELP ").count - 1 == 13)
+        #expect(text.contains("# TYPE prefetch_reused_bytes_total counter\n"))
     }
 }

@@ -419,6 +419,12 @@ import TestSupport
                                                                           conditions: ConditionSnapshot(freeBytes: 1 << 40, freeSource: "test"), now: now,
                                                                           machineID: nil, partialFiles: files, bootID: "b"))
                                         let item = try #require(plan.feeds.first?.items.first)
+                                        // SPEC §9: a copy of its pin that no URL gave a validator is pinned: never requested.
+                                        if fetchedBefore && sha256 && etag == nil && !lastModified {
+                                            #expect(item.status == .fresh && item.reason == "pinned" && item.next == nil && item.remaining == 0,
+                                                    "\(item.status) \(item.reason)")
+                                            continue
+                                        }
                                         // §7's rule, written out: not decode (always, here); Accept-Ranges not none;
                                         // a strong ETag, or no ETag and a Last-Modified 60 s before the Date, or sha256.
                                         let strongDate = lastModified && date == "Mon, 30 Nov 2026 10:00:00 GMT"

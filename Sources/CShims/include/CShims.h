@@ -46,4 +46,8 @@ int CShims_malloc_trim(void);
  * <stdio.h> declares renameat2 only with _GNU_SOURCE, which Swift's Glibc module lacks. */
 int CShims_exchange(int from_folder, const char *from, int to_folder, const char *to);
 
+/* copy_file_range(2) from the current offsets of both files (Linux 4.5+; glibc declares it
+ * only with _GNU_SOURCE): the bytes copied (0 at the source's end), or -1 (errno). */
+long long CShims_copy_file_range(int from, int to, long long length);
+
 #endif

@@ -38,6 +38,13 @@ public enum CacheLayout {
     /// Whether a name in `partial/` is a partial's.
     static func isPartial(_ name: String) -> Bool { name.hasSuffix(partialSuffix) }
 
+    /// The name in `partial/` of a local source's link or copy on its way to `feed/path`
+    /// (SPEC §9): never a partial's, so nothing resumes into (and writes through) a link.
+    static let sourceCopySuffix = ".link"
+    static func sourceCopyName(feed: String, path: String) -> String {
+        String(partialName(feed: feed, path: path).dropLast(partialSuffix.utf8.count)) + sourceCopySuffix
+    }
+
     private static func join(_ cache: String, _ relative: String) -> String {
         (cache.hasSuffix("/") ? cache : cache + "/") + relative
     }

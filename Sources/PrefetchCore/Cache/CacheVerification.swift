@@ -1,11 +1,25 @@
 import Foundation
 
+/// A file with hard links, as `verify` knows it: its inode, and the size and mtime it had.
+struct LinkedInode: Hashable {
+    let device: UInt64, inode: UInt64, size: Int64, mtime: Int64
+
+    init(_ info: stat) {
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        size = Int64(info.st_size)
+        mtime = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+    }
+}
+
 extension CacheFolder {
     /// The SHA-256 of the final file `feed/path`, read through its folder's descriptor
     /// (no symlink followed) one `buffer` at a time: memory stays bounded whatever its size.
     /// Nil when there is no regular file there; the read error, when one came. `between`
     /// is called after each buffer (the daemon's watchdog: a 16 GiB file on an SD card takes minutes).
-    func hashFinal(feed: String, path: String, buffer: inout [UInt8],
+    /// `linked`: the hashes of files with more than one link met so far, by inode (SPEC §9:
+    /// `verify` hashes an inode once, and reports every path that links it).
+    func hashFinal(feed: String, path: String, buffer: inout [UInt8], linked: inout [LinkedInode: String],
                    between: () -> Void = {}) -> Result<String, Errno>? {
         var folders: [String: FileDescriptor] = [:]
         guard finalSize(feed: feed, path: path, folders: &folders) != nil, let folder = folders.values.first else { return nil }
@@ -14,6 +28,11 @@ extension CacheFolder {
         switch FileDescriptor.open(leaf, relativeTo: folder, flags: O_RDONLY | O_NOFOLLOW) {
         case .success(let opened): file = opened
         case .failure(let error): return .failure(error)
+        }
+        var inode: LinkedInode?
+        if case .success(let info) = file.status(), info.st_nlink > 1 {
+            inode = LinkedInode(info)
+            if let known = linked[inode!] { return .success(known) }
         }
         let hasher = SHA256()
         while true {
@@ -25,7 +44,10 @@ extension CacheFolder {
             }
             switch read {
             case .failure(let error): return .failure(error)
-            case .success(0): return .success(SHA256.hex(hasher.finish()))
+            case .success(0):
+                let hex = SHA256.hex(hasher.finish())
+                if let inode { linked[inode] = hex }
+                return .success(hex)
             case .success: between()
             }
         }

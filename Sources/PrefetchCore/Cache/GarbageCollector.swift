@@ -121,13 +121,18 @@ public enum GarbageCollector {
 
     /// Partials of resources no longer listed, or untouched for 7 days.
     private static func abandonedPartials(in partials: FileDescriptor, feeds: [Feed], realNow: Instant) -> [Removal] {
-        let names = FileSystem.entries(in: partials).filter { CacheLayout.isPartial($0.name) }
-        guard !names.isEmpty else { return [] }
+        let entries = FileSystem.entries(in: partials)
+        // A local source's link or copy a crash left before its rename (SPEC §9): never resumed, always removed.
+        var removals = entries.filter { $0.kind == .regular && $0.name.hasSuffix(CacheLayout.sourceCopySuffix) }.map { entry in
+            Removal(path: CacheLayout.metaEntry(CacheLayout.partials) + "/" + entry.name, reason: "copy of a local source a run left",
+                    key: nil, feed: nil, folder: partials, name: entry.name, above: [])
+        }
+        let names = entries.filter { CacheLayout.isPartial($0.name) }
+        guard !names.isEmpty else { return removals }
         var owned = Set<String>()  // partial names are hashes: computed only when there are partials
         for feed in feeds {
             for resource in feed.resources { owned.insert(CacheFolder.partialName(feed: feed.name, path: resource.path)) }
         }
-        var removals: [Removal] = []
         for entry in names {
             guard case .success(let info) = FileSystem.status(of: entry.name, in: partials) else { continue }
             let reason: String

@@ -143,7 +143,7 @@ extension CacheFolder {
         return FolderTree.removeTree(feed, in: generations)
     }
 
-    private func generation(_ feed: String, _ n: Int) -> Result<FileDescriptor, SafePathError> {
+    func generation(_ feed: String, _ n: Int) -> Result<FileDescriptor, SafePathError> {
         SafePath.openFolders([Substring(CacheLayout.meta), Substring(CacheLayout.generations), Substring(feed), Substring(String(n))],
                              below: root, create: false)
     }

@@ -83,12 +83,19 @@ extension CommandContext {
 
     /// The recorded state, or an empty one (with a warning) when state.db cannot be read.
     func readState(cache: String, feeds: [Feed]) -> StateSnapshot {
+        readStateKeepingStore(cache: cache, feeds: feeds).snapshot
+    }
+
+    /// `readState`, with the store it was read from (nil: none, or unreadable), for what else
+    /// a reader asks of it (`plan`'s local sources).
+    func readStateKeepingStore(cache: String, feeds: [Feed]) -> (snapshot: StateSnapshot, store: StateStore?) {
         let path = CacheLayout.statePath(inCache: cache)
         do {
-            return try StateStore.openReadOnly(path, currentURL: CacheSession.currentURLs(feeds))?.snapshot() ?? StateSnapshot()
+            guard let store = try StateStore.openReadOnly(path, currentURL: CacheSession.currentURLs(feeds)) else { return (StateSnapshot(), nil) }
+            return (try store.snapshot(), store)
         } catch {
             console.err("\(path): warning: cannot read the state (\(error)); planning as if nothing were recorded\n")
-            return StateSnapshot()
+            return (StateSnapshot(), nil)
         }
     }
 }

@@ -24,13 +24,17 @@ enum PlanCommand {
         let config = settings.config
         guard let set = context.loadFeedSet(config) else { return .usage }
         let feeds = set.all
-        let state = context.readState(cache: config.cache, feeds: feeds)
+        let (state, store) = context.readStateKeepingStore(cache: config.cache, feeds: feeds)
         let cache = CacheFolder.openExisting(config.cache)  // reads only: creates nothing
         var input = PlanInput(feeds: feeds, state: state, cached: CacheListing.present(feeds, in: cache),
                               conditions: settings.assumptions.snapshot(ConditionProbes(environment: settings.environment), config: config, cache: config.cache),
                               now: settings.now(), machineID: settings.machineID,
                               partialFiles: CacheListing.partialFiles(state, in: cache), bootID: settings.bootID)
         input.measureCache(config.maxCacheSize, in: cache)
+        if let store, let cache {
+            input.localSource = LocalSourceLookup.make(state: store, cache: cache)
+            input.pinnedCopyHolds = PinnedCopyCheck.make(state: store, cache: cache, recordingAt: nil)
+        }
         let plan = Planner.plan(input)
         if flags.contains("--timeline") {
             let byName = Dictionary(feeds.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })

@@ -12,6 +12,8 @@ enum Metrics {
         /// `transfers_total` by result (`placed`, `fresh`, `failed`, `paused`), never going back.
         var transfers: [String: UInt64]
         var bodyBytes: UInt64
+        /// `prefetch_reused_bytes_total` by `how` (`cache`, `delta`): bytes placed without fetching them (SPEC §9).
+        var reusedBytes: [String: UInt64] = [:]
         var lastSuccess: Instant?
         /// `FeedPlan.nextScheduledWork(at:)`: `prefetch_next_wakeup_timestamp_seconds`.
         var nextScheduledWork: Instant?
@@ -34,6 +36,8 @@ enum Metrics {
     }
 
     static let results = ["placed", "fresh", "failed", "paused"]
+    /// How bytes were placed without being fetched (SPEC §9): from a local source, or a delta's seeds.
+    static let reuses = ["cache", "delta"]
 
     static func render(_ snapshot: Snapshot) -> String {
         var out = ""
@@ -48,6 +52,8 @@ enum Metrics {
         family("prefetch_transfers_total", "counter", "Transfers by how they ended: placed, fresh (a 304), failed, paused.",
                feeds.flatMap { f in results.map { (feed(f) + ",result=\(quote($0))", String(f.transfers[$0] ?? 0)) } })
         family("prefetch_body_bytes_total", "counter", "Body bytes received.", feeds.map { (feed($0), String($0.bodyBytes)) })
+        family("prefetch_reused_bytes_total", "counter", "Bytes placed without fetching them: from a file in the cache, or a delta's seeds.",
+               feeds.flatMap { f in reuses.map { (feed(f) + ",how=\(quote($0))", String(f.reusedBytes[$0] ?? 0)) } })
         family("prefetch_last_success_timestamp_seconds", "gauge", "When the feed last finished a release (Unix time).",
                feeds.compactMap { f in f.lastSuccess.map { (feed(f), seconds($0)) } })
         family("prefetch_next_wakeup_timestamp_seconds", "gauge", "When the feed next has something to do (Unix time).",

@@ -101,6 +101,7 @@ public struct PlanRenderer {
             row.add("next", item.next.map(time))
             row.add("bytes", item.bytes)
             row.add("remaining", item.remaining)
+            row.add("from", item.localSource)
             row.add("priority", item.priority.rawValue)
             row.add("window_end", item.windowEnd.map(time))
             row.add("eta", item.estimatedFinish.map(time))
@@ -299,7 +300,10 @@ public struct PlanRenderer {
         line(header[0], false, header[1], header[2], header[3], header[4])
         for i in items.indices {
             let (next, bytes) = cells(i)
-            line(items[values: i].status.rawValue, true, items.path(at: i), items.reason(at: i), next, bytes)
+            let reason = items.reason(at: i)
+            // A row placed from a local source fetches nothing (SPEC §9): 0 bytes.
+            line(items[values: i].status.rawValue, true, items.path(at: i), reason, next,
+                 reason.hasPrefix(Planner.localSourcePrefix) ? ByteSize.format(0) : bytes)
         }
     }
 

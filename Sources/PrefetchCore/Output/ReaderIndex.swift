@@ -55,7 +55,9 @@ enum ReaderIndex {
             index.field("sha256", string: record?.sha256)
             let url = resource.url.redacted
             index.field("url", string: url)
-            index.field("served_by", string: record?.servedBy?.shown ?? url)  // SPEC §8: the entry's url unless a mirror served it
+            // SPEC §8: the entry's url unless a mirror served it; §9: none for a copy of another URL's file (marked "")
+            let served = record?.servedBy?.shown
+            index.field("served_by", string: served == "" ? nil : served ?? url)
             index.field("fetched", raw: time(record?.placedAt))
             index.field("validated", raw: time(validated))
             index.field("current", bool: isCurrent(validated: validated, release: release))

@@ -56,7 +56,7 @@ final class RunReporter {
         }
         switch event {
         case .paused, .retrying, .heldWithOrigin, .failed, .stateError, .held, .nextURL: flush()  // rare, and worth seeing at once
-        case .started, .progress, .placed, .fresh, .removedForRoom: break
+        case .started, .progress, .placed, .fresh, .removedForRoom, .placedFromCache, .sourceMismatch: break
         }
     }
 
@@ -84,6 +84,13 @@ final class RunReporter {
         case .placed(let k, let bytes, let received, let resumedAt, let seconds, let refused):
             key("placed", k); line.add("bytes", bytes); line.add("seconds", seconds)
             line.add("transferred", received); line.add("resumed_at", resumedAt); line.add("resume_refused_at", refused)
+            line.add("from", nil as String?); line.add("fetched", received); line.add("reused", UInt64(0))
+        case .placedFromCache(let k, let bytes, let from, let seconds):
+            key("placed", k); line.add("bytes", bytes); line.add("seconds", seconds)
+            line.add("transferred", UInt64(0)); line.add("resumed_at", UInt64(0)); line.add("resume_refused_at", UInt64(0))
+            line.add("from", from); line.add("fetched", UInt64(0)); line.add("reused", bytes)
+        case .sourceMismatch(let k, let expected, let found):
+            key("mismatch", k); line.add("expected", expected); line.add("found", found)
         case .fresh(let k):
             key("fresh", k); line.add("reason", "not modified")
         case .paused(let k, let reason, let partial, let refused):
@@ -147,12 +154,12 @@ final class RunReporter {
         case .placed(let k, _, _, _, _, _), .fresh(let k), .paused(let k, _, _, _), .retrying(let k, _, _), .failed(let k, _, _, _),
              .heldWithOrigin(let k, _, _, _, _), .nextURL(let k, _, _):
             lastProgress.removeAll { $0.key == k }
-        case .started, .progress, .stateError, .held, .removedForRoom: break
+        case .started, .progress, .stateError, .held, .removedForRoom, .placedFromCache, .sourceMismatch: break
         }
         if quiet {  // `--quiet` keeps the error lines only: the others are not even made
             switch event {
-            case .placed, .fresh, .paused, .retrying, .heldWithOrigin, .nextURL, .removedForRoom: return
-            case .started, .progress, .failed, .stateError, .held: break
+            case .placed, .fresh, .paused, .retrying, .heldWithOrigin, .nextURL, .removedForRoom, .placedFromCache: return
+            case .started, .progress, .failed, .stateError, .held, .sourceMismatch: break
             }
         }
         switch event {
@@ -174,6 +181,10 @@ final class RunReporter {
             if refused > 0 { notes.append(ResumeRule.refusal(from: refused)) }
             log("placed  \(name(k))  \(ByteSize.format(bytes)) in \(DecimalText.oneDecimal(seconds))s"
                 + (notes.isEmpty ? "" : " (" + notes.joined(separator: ", ") + ")"))
+        case .placedFromCache(let k, let bytes, let from, _):
+            log("placed  \(name(k))  \(ByteSize.format(bytes)) (from \(from))")
+        case .sourceMismatch(let k, let expected, let found):
+            log("mismatch  \(name(k))  expected \(expected) found \(found) (removed; not used as a local source)", error: true)
         case .fresh(let k):
             log("fresh   \(name(k))  (not modified)")
         case .paused(let k, let reason, let partial, let refused):
@@ -348,12 +359,14 @@ final class RunReporter {
             line.add("not_due", Int64(notDue)); line.add("bytes", summary.bodyBytes); line.add("seconds", seconds)
             line.add("disk_full", summary.diskFull); line.add("exit", Int64(exit.rawValue))
             line.add("held", Int64(summary.held)); line.add("pruned", Int64(summary.pruned))
+            line.add("from_cache", Int64(summary.fromCache))
             console.out(line.line + "\n")
             return true
         }
         if quiet && summary.failed == 0 && summary.held == 0 && !summary.diskFull { return false }
         var text = "run: \(summary.placed) placed, \(summary.fresh) fresh (304), \(summary.failedAlone) failed, \(summary.held) held, "
             + "\(summary.pruned) pruned, \(summary.paused) paused"
+        if summary.fromCache > 0 { text += ", \(summary.fromCache) from the cache" }
         text += "; \(ByteSize.format(summary.bodyBytes)) in \(DecimalText.oneDecimal(seconds))s"
         if notDue > 0 { text += "; \(notDue) not due now (see prefetch plan)" }
         console.out(text + "\n")

@@ -78,6 +78,12 @@ public struct PlanInput: Sendable {
     /// `max_cache_size` in bytes (SPEC §8; nil: no cap), and what the cache holds now.
     public var maxCacheSize: UInt64?
     public var cacheUsage: CacheUsage?
+    /// SPEC §9: the file in the cache that holds a SHA-256 (and size) already, as `FEED/PATH`
+    /// (`LocalSourceLookup` over state.db and the disk; nil: none is looked for).
+    public var localSource: (@Sendable (_ sha256: String, _ size: UInt64?) -> String?)?
+    /// SPEC §9: whether a pinned copy due for revalidation still holds its pin's bytes (its
+    /// size, inode and mtime the recorded ones, else hashed again); nil: it is taken to.
+    public var pinnedCopyHolds: (@Sendable (_ key: ResourceKey, _ sha256: String) -> Bool)?
 
     public init(feeds: [Feed], state: StateSnapshot = StateSnapshot(), cached: CachedFiles = CachedFiles(),
                 conditions: ConditionSnapshot = ConditionSnapshot(), now: Instant, machineID: MachineID? = nil,

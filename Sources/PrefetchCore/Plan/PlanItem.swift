@@ -72,6 +72,13 @@ public struct PlanItem: Sendable, Equatable {
         self.values = values
     }
 
+    /// The local source a due row is placed from (SPEC §9), as `FEED/PATH`, read from its
+    /// reason `in cache (FEED/PATH)`; nil otherwise.
+    public var localSource: String? {
+        guard status == .due, reason.hasPrefix(Planner.localSourcePrefix), reason.hasSuffix(")") else { return nil }
+        return String(reason.dropFirst(Planner.localSourcePrefix.count).dropLast())
+    }
+
     /// When the state changes next; nil for due, waiting and expired.
     public var next: Instant? {
         get { values.next }

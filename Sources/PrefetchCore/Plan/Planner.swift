@@ -110,7 +110,7 @@ public enum Planner {
     }
 
     /// What every row of one feed shares: its release and gate, its window, its conditions.
-    private struct FeedContext {
+    struct FeedContext {
         let feed: Feed
         let input: PlanInput
         let now: Instant
@@ -169,7 +169,7 @@ public enum Planner {
         let key = ResourceKey(feed: feed.name, path: resource.path)
         // Nothing recorded or cached (a first plan): no key hashed twice per row.
         let state = input.state.resources.isEmpty ? nil : input.state.resources[key]
-        let cached = !input.cached.isEmpty && input.cached.contains(feed: feed.name, position: row)
+        var cached = !input.cached.isEmpty && input.cached.contains(feed: feed.name, position: row)
         // Hashing the URL and the entry is only needed to compare with what was recorded.
         // Its 32 bytes, compared with the record's; the hex only for a partial, a failure
         // record or a URL that does not match (an older schema's mark, a changed URL).
@@ -190,7 +190,7 @@ public enum Planner {
         let bytes = resource.size ?? resumePoint?.total ?? (cached ? state?.length : nil) ?? state?.lastResponseLength
             ?? state?.partial?.totalLength
         var item = PlanItem(feed: feed.name, resource: resource, row: row, status: .due, reason: "", bytes: bytes, remaining: bytes)
-        if cached { item.server = state?.servedBy?.shown.map { .other($0) } ?? .entry }
+        if cached { item.server = state?.servedBy?.shown.map { $0.isEmpty ? .none : .other($0) } ?? .entry }
 
         // expired, or never fetchable (expires not after not_before: a manifest warning)
         if let expires = resource.expires, expires <= now || resource.notBefore.map({ expires <= $0 }) == true {
@@ -211,11 +211,29 @@ public enum Planner {
         let changed = cached && (state.map { Self.copyIsOfAnotherEntry(resource, $0, sameURL: sameURL) } ?? false)
         // fresh
         let validated = (cached && sameURL && !changed) ? believed(state?.validatedAt, now: now, else: nil) : nil
-        if let validated, markFresh(&item, validated: validated, in: context) { return item }
+        if let validated, let state, let sha256 = resource.sha256, isPinned(sha256, state) {
+            // SPEC §9: a pinned copy is never requested; due for revalidation, its bytes are checked instead.
+            let fresh = markFresh(&item, validated: validated, in: context) || input.pinnedCopyHolds?(key, sha256) ?? true
+            if fresh {
+                item.status = .fresh
+                item.reason = pinnedReason
+                item.next = nil
+                item.remaining = 0
+                return item
+            }
+            cached = false  // not the pin's bytes: due, as a missing file
+        } else if let validated, markFresh(&item, validated: validated, in: context) {
+            return item
+        }
         // Work to do in this release: how much is left after the offset the run resumes from.
         if let resumePoint {
             item.resumeFrom = resumePoint.resumeFrom
             if let total = bytes, resumePoint.resumeFrom <= total { item.remaining = total - resumePoint.resumeFrom }
+        }
+        // SPEC §9: content a file in the cache already holds is taken from it, with no request.
+        if !cached || changed, let sha256 = resource.sha256, let source = input.localSource?(sha256, resource.size) {
+            planFromCache(&item, resource, source: source, in: context)
+            return item
         }
         let dueReason = !cached ? (resumePoint != nil ? "resume" : "not cached") : changed ? "changed" : "stale"
         planWork(&item, resource, state: state, resuming: resumePoint != nil, dueReason: dueReason, in: context)
@@ -298,32 +316,6 @@ public enum Planner {
                 item.resumable = false
             }
         }
-    }
-
-    /// A held origin (SPEC §6): what would be due or waiting waits for the hold's end,
-    /// when one request probes the origin. Never believed beyond max_backoff from now.
-    private static func holdForOrigin(_ item: inout PlanItem, _ resource: Resource, state: ResourceState?, in context: FeedContext) {
-        let holds = context.input.state.originHolds, now = context.now
-        if !holds.isEmpty, item.status == .due || item.status == .waiting,
-           let hold = Self.hold(of: resource, state: state, holds: holds, now: now) {
-            item.status = .backoff
-            item.reason = originHeldPrefix + hold.reason
-            item.next = min(hold.until, now + context.feed.retry.maxBackoff)
-            item.windowEnd = nil
-        }
-    }
-
-    /// The hold a resource waits for (SPEC §6): its URL's origin's. With mirrors (§8) only
-    /// when every listed URL's origin is held, and then the hold of the URL its pass would
-    /// ask first (the one that served the copy, else `url`).
-    static func hold(of resource: Resource, state: ResourceState?, holds: [String: OriginHold], now: Instant) -> OriginHold? {
-        func held(_ url: ResourceURL) -> OriginHold? { holds[url.origin].flatMap { $0.until > now ? $0 : nil } }
-        guard let mirrors = resource.mirrors else { return held(resource.url) }
-        guard held(resource.url) != nil, mirrors.allSatisfy({ held($0) != nil }) else { return nil }
-        if let hash = state?.servedBy?.hash, let served = mirrors.firstIndex(where: { $0.identityHash == hash }) {
-            return held(mirrors[served])
-        }
-        return held(resource.url)
     }
 
     /// Whether the recorded copy is of another version of the entry: its URL changed in

@@ -48,7 +48,9 @@ enum MetricsWriter {
             lines.append(Metrics.Feed(
                 name: feed.name, files: files, bytes: bytes,
                 transfers: Dictionary(uniqueKeysWithValues: Metrics.results.map { ($0, feedCounts["transfers_" + $0] ?? 0) }),
-                bodyBytes: feedCounts["body_bytes"] ?? 0, lastSuccess: snapshot.feeds[feed.name]?.lastSuccess,
+                bodyBytes: feedCounts["body_bytes"] ?? 0,
+                reusedBytes: Dictionary(uniqueKeysWithValues: Metrics.reuses.map { ($0, feedCounts["reused_bytes_" + $0] ?? 0) }),
+                lastSuccess: snapshot.feeds[feed.name]?.lastSuccess,
                 nextScheduledWork: feedPlan.nextScheduledWork(at: now), missedWindows: missed, starved: missed >= settings.config.starvedAfter,
                 releaseComplete: ReaderIndex.isComplete(feed, plan: feedPlan, state: snapshot, cached: cached)))
         }
@@ -67,6 +69,7 @@ enum MetricsWriter {
     /// A pass's transfers as state.db's counters: `transfers_<result>` and `body_bytes`.
     static func counts(_ tally: FeedTally) -> [String: UInt64] {
         var counts = ["body_bytes": tally.bodyBytes]
+        if tally.reusedBytes > 0 { counts["reused_bytes_cache"] = tally.reusedBytes }
         for (result, count) in tally.results { counts["transfers_" + result.rawValue] = UInt64(count) }
         return counts
     }

@@ -117,12 +117,13 @@ struct RunPass {
         // max_cache_size (SPEC §8): room is made before transfers start.
         let cacheAllowance = plan.cache.map { CacheRoomMaker.makeRoom($0, cache: cache, state: state, console: console, report: reporter.handle) }
         pass.recordState { try ReleaseBook.begin(plan, snapshot, state) }  // each release is recorded as begun
-        let jobs = makeJobs(plan, snapshot: snapshot, cached: cached, cacheAllowance: cacheAllowance)
+        var content = Set<Int>()
+        let jobs = makeJobs(plan, snapshot: snapshot, cached: cached, cacheAllowance: cacheAllowance, content: &content)
         let timings = Dictionary(feeds.map { ($0.name, FeedTiming($0, machineID: settings.machineID?.usableValue)) }, uniquingKeysWith: { a, _ in a })
         // The jobs go to the engine (one each of `plan.order`'s keys): not kept beside the
         // plan and state read after the transfers.
-        var summary = transfer(consume jobs, plan: plan, snapshot: snapshot, cacheAllowance: cacheAllowance, timings: timings, held: held,
-                               pass, stopRequested: stopRequested)
+        var summary = transferInRounds(consume jobs, content: content, plan: plan, snapshot: snapshot, cacheAllowance: cacheAllowance,
+                                       timings: timings, held: held, pass, stopRequested: stopRequested)
         reporter.flush()
         pass.lastProbe = pass.conditions()  // the plan after the transfers sees the readings now
         var settled = settle(plan, snapshot: &snapshot, cached: cached, summary: summary, planned: planned, timings: timings, pass,
@@ -164,13 +165,18 @@ struct RunPass {
         var input = PlanInput(feeds: feeds, state: snapshot, cached: cached, conditions: pass.lastProbe, now: clock(), machineID: settings.machineID,
                               partialFiles: CacheListing.partialFiles(snapshot, in: cache), bootID: settings.bootID)
         input.measureCache(config.maxCacheSize, in: cache)
+        input.localSource = LocalSourceLookup.make(state: state, cache: cache)
+        input.pinnedCopyHolds = PinnedCopyCheck.make(state: state, cache: cache, recordingAt: clock())
         return (Planner.plan(input), snapshot, cached)
     }
 
     /// One job for each of the plan's rows, in the order it gives. Made from the plan's
     /// positions (indices into `feeds`, which the plan was made from): no key is looked up,
     /// no Feed or Resource copied into a dictionary.
-    private func makeJobs(_ plan: Plan, snapshot: StateSnapshot, cached: CachedFiles, cacheAllowance: CacheAllowance?) -> [TransferJob] {
+    /// `content`: the positions of the jobs that need content (not a revalidation of a current
+    /// copy) and have a `sha256`, which a local source may give (SPEC §9).
+    private func makeJobs(_ plan: Plan, snapshot: StateSnapshot, cached: CachedFiles, cacheAllowance: CacheAllowance?,
+                          content: inout Set<Int>) -> [TransferJob] {
         var jobs: [TransferJob] = []
         let releases = ReleaseBook.releases(plan, snapshot)
         let jobFeeds = feeds.map(JobFeed.init)
@@ -190,6 +196,7 @@ struct RunPass {
             let failuresCount = recorded?.failureRelease == release
                 && (recorded?.failureEntry.map { $0 == resource.fingerprint(identity: urlHash) } ?? sameURL)
             let revalidates = cached.contains(feed: feeds[position.feed].name, position: position.resource) && current
+            if !revalidates, resource.sha256 != nil { content.insert(jobs.count) }
             var job = TransferJob(
                 feed: feed, position: position.resource, urlDigest: urlDigest, release: release,
                 cachedValidators: revalidates ? recorded?.validators : nil,
@@ -209,16 +216,48 @@ struct RunPass {
         return jobs
     }
 
+    /// SPEC §9, then the engine: jobs a local source can give are placed from it; of those
+    /// sharing a SHA-256 no file holds, the first transfers and the others wait; after each
+    /// round of transfers the waiting ones take the content placed, and those whose leader
+    /// failed or paused send the next of them to the engine, until none waits.
+    private func transferInRounds(_ jobs: consuming [TransferJob], content: Set<Int>, plan: Plan, snapshot: StateSnapshot,
+                                  cacheAllowance: CacheAllowance?, timings: [String: FeedTiming], held: HeldConditions,
+                                  _ pass: PassContext, stopRequested: @escaping () -> Bool) -> EngineSummary {
+        guard !content.isEmpty else {
+            return transfer(jobs, plan: plan, snapshot: snapshot, cacheAllowance: cacheAllowance, timings: timings, held: held, pass,
+                            stopRequested: stopRequested)
+        }
+        var local = LocalPlacement(cache: cache, state: state, clock: clock, report: pass.reporter.handle)
+        local.faults = settings.faults
+        var leading = Set<String>()
+        var (next, waiting) = local.split(jobs, content: content, leading: &leading)
+        var summary = EngineSummary()
+        var used: [String: UInt64] = [:]  // body bytes of the rounds before, for the metered budget
+        while true {
+            let round = transfer(next, plan: plan, snapshot: snapshot, cacheAllowance: cacheAllowance, timings: timings, held: held, pass,
+                                 stopRequested: stopRequested, usedBefore: used)
+            for (feed, tally) in round.byFeed { used[feed, default: 0] += tally.bodyBytes }
+            summary.merge(round)
+            if waiting.isEmpty || stopRequested() || round.diskFull { break }
+            leading = []
+            (next, waiting) = local.split(waiting, content: Set(waiting.indices), leading: &leading)
+            if next.isEmpty { break }
+        }
+        summary.merge(local.summary)
+        return summary
+    }
+
     /// Runs `jobs` (the caller hands them over with `consume`, so nothing else holds them
     /// through the run). A feed pauses when its window closes or a condition it needs is
     /// lost; a metered feed spends what is left of today's budget.
     private func transfer(_ jobs: [TransferJob], plan: Plan, snapshot: StateSnapshot, cacheAllowance: CacheAllowance?,
                           timings: [String: FeedTiming], held: HeldConditions, _ pass: PassContext,
-                          stopRequested: @escaping () -> Bool) -> EngineSummary {
+                          stopRequested: @escaping () -> Bool, usedBefore: [String: UInt64] = [:]) -> EngineSummary {
         var meteredUsedToday: [String: UInt64] = [:]
         for feed in feeds where feed.conditions.meteredBudget != nil {
             let day = LocalDay.label(plan.now, clock: ZoneClock(feed.timeZone))
-            meteredUsedToday[feed.name] = snapshot.meteredBytes[MeteredDay(feed: feed.name, day: day)] ?? 0
+            meteredUsedToday[feed.name] = (snapshot.meteredBytes[MeteredDay(feed: feed.name, day: day)] ?? 0)
+                + (pass.lastProbe.metered ? usedBefore[feed.name] ?? 0 : 0)
         }
         let clock = self.clock
         let engine = TransferEngine(cache: cache, state: state, config: config, environment: settings.environment,

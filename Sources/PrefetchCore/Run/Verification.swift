@@ -30,6 +30,7 @@ enum Verification {
         }
         let cached = CacheListing.present(feeds, in: cache)
         var buffer = [UInt8](repeating: 0, count: 1 << 20)  // one read at a time, for every file
+        var linked: [LinkedInode: String] = [:]  // an inode with hard links is hashed once (SPEC §9)
         var changed: Set<String> = []
         var withdrawnFromLive: [String: [(path: String, state: String, reason: String)]] = [:]
         func say(_ type: String, _ key: ResourceKey, _ text: String, expected: String? = nil, found: String? = nil) {
@@ -59,7 +60,7 @@ enum Verification {
                     say("unverified", key, "unverified  \(name)  (no recorded SHA-256)")
                     continue
                 }
-                switch cache.hashFinal(feed: feed.name, path: resource.path, buffer: &buffer, between: alive) {
+                switch cache.hashFinal(feed: feed.name, path: resource.path, buffer: &buffer, linked: &linked, between: alive) {
                 case nil: continue  // gone since the listing
                 case .failure(let error)?:
                     outcome.errors += 1

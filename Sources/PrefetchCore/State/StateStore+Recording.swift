@@ -38,9 +38,12 @@ extension StateStore {
     /// last (`recordResponse`); nil keeps the one recorded.
     public func recordValidated(_ key: ResourceKey, urlHash: String, validators: Validators, length: UInt64?,
                                 sha256: String?, placed: Bool, encoding: EncodingMode = .refuse, at time: Instant, clearPartial: Bool = true,
-                                response: ResponseFacts? = nil, answeredBy mirror: MirrorURL? = nil) throws(SQLiteError) {
+                                response: ResponseFacts? = nil, answeredBy mirror: MirrorURL? = nil, file: FileIdentity? = nil,
+                                keepingReplaced: Bool = false) throws(SQLiteError) {
         let validation = Validation(key: key, urlHash: urlHash, validators: validators, length: length, sha256: sha256, placed: placed,
-                                    encoding: encoding, time: time, response: response, mirror: mirror)
+                                    encoding: encoding, time: time, response: response, mirror: mirror, file: file)
+        // A staged release's older generation keeps the copy replaced here (SPEC §9: a local source while on disk).
+        if placed, keepingReplaced { try keepReplaced(key) }
         guard clearPartial else { return try confirmOrUpsert(validation) }
         try db.transaction { () throws(SQLiteError) in
             try confirmOrUpsert(validation)
@@ -65,8 +68,8 @@ extension StateStore {
         try db.run("""
             INSERT INTO resources (feed, path, url_hash, etag, last_modified, length, sha256, placed_at, validated_at, last_success, failures, permanent,
                                    response_etag, response_last_modified, response_date, response_accept_ranges_none, response_encoding, response_at,
-                                   response_length, copy_encoding, served_by, served_by_url)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                   response_length, copy_encoding, served_by, served_by_url, inode, mtime)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (feed, path) DO UPDATE SET url_hash = excluded.url_hash, etag = excluded.etag,
                 last_modified = excluded.last_modified,
                 length = CASE WHEN excluded.placed_at IS NULL THEN resources.length ELSE excluded.length END,
@@ -85,13 +88,16 @@ extension StateStore {
                 response_at = COALESCE(excluded.response_at, resources.response_at),
                 response_length = CASE WHEN excluded.response_at IS NULL THEN resources.response_length ELSE excluded.response_length END,
                 served_by = CASE WHEN excluded.placed_at IS NULL THEN resources.served_by ELSE excluded.served_by END,
-                served_by_url = CASE WHEN excluded.placed_at IS NULL THEN resources.served_by_url ELSE excluded.served_by_url END
+                served_by_url = CASE WHEN excluded.placed_at IS NULL THEN resources.served_by_url ELSE excluded.served_by_url END,
+                inode = CASE WHEN excluded.placed_at IS NULL THEN resources.inode ELSE excluded.inode END,
+                mtime = CASE WHEN excluded.placed_at IS NULL THEN resources.mtime ELSE excluded.mtime END
             """, [.text(v.key.feed), .text(v.key.path), .text(v.urlHash), .optional(v.validators.etag), .optional(v.validators.lastModified),
                   .optional(v.length), .optional(v.sha256), v.placed ? .instant(v.time) : .null, .instant(v.time), .instant(v.time),
                   .optional(v.response?.etag), .optional(v.response?.lastModified), .optional(v.response?.date),
                   .int(v.response?.acceptRangesNone == true ? 1 : 0), .optional(v.response?.contentEncoding),
                   v.response == nil ? .null : .instant(v.time), v.response == nil ? .null : .optional(v.length),
-                  v.placed ? .text(v.encoding.rawValue) : .null, .optional(v.mirror?.shown == nil ? nil : v.mirror?.hash), .optional(v.mirror?.shown)])
+                  v.placed ? .text(v.encoding.rawValue) : .null, .optional(v.mirror?.shown == nil ? nil : v.mirror?.hash), .optional(v.mirror?.shown),
+                  v.placed ? .optional(v.file.map { Int64(bitPattern: $0.inode) }) : .null, v.placed ? .optional(v.file?.mtime) : .null])
     }
 
     /// SPEC §8, a copy placed from one of a resource's URLs: the URL that served the copy
@@ -263,4 +269,6 @@ private struct Validation {
     let time: Instant
     let response: ResponseFacts?
     let mirror: MirrorURL?
+    /// A placed copy's inode and mtime (SPEC §9).
+    let file: FileIdentity?
 }

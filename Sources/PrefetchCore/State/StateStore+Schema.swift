@@ -186,6 +186,30 @@ extension StateStore {
             PRIMARY KEY (feed, path, url_hash)
         ) WITHOUT ROWID;
         """,
+        // 6 → 7: local sources (SPEC §9). Each placed copy's inode and mtime (nanoseconds): a
+        // file still the one placed is known without reading it (a pinned copy at a release, a
+        // source before it is linked); copies found by SHA-256 (an index of the rows that have
+        // one); and the files of a `release` feed's older generations that a newer version
+        // replaced in the generation staged after them (`kept_files`, with the validators and
+        // the URL that served them), while they are on disk.
+        """
+        ALTER TABLE resources ADD COLUMN inode INTEGER;
+        ALTER TABLE resources ADD COLUMN mtime INTEGER;
+        CREATE INDEX resources_by_sha256 ON resources (sha256) WHERE sha256 IS NOT NULL;
+        CREATE TABLE kept_files (
+            feed TEXT NOT NULL,
+            path TEXT NOT NULL,
+            inode INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            length INTEGER NOT NULL,
+            mtime INTEGER,
+            served_by TEXT NOT NULL,
+            etag TEXT,
+            last_modified TEXT,
+            PRIMARY KEY (feed, path, inode)
+        ) WITHOUT ROWID;
+        CREATE INDEX kept_files_by_sha256 ON kept_files (sha256);
+        """,
     ]
 
     /// Applies every migration after `version`, each in its own transaction; after the

@@ -14,7 +14,9 @@ import Foundation
 ///   running or stopping transfer's partial made durable to record its offset), `truncate` (a
 ///   partial emptied for a body that starts again from byte 0), `file-fsync` (the
 ///   complete file's fsync), `rename` (the file moved into place), `folder-fsync` (the
-///   folders that received files, before the state commit), `commit` (state.db's commit);
+///   folders that received files, before the state commit), `commit` (state.db's commit),
+///   `source-link` (a local source linked or copied into the partial folder, before its
+///   check and rename: SPEC §9);
 /// - actions: `exit` (`_exit(86)`, nothing flushed), `kill` (SIGKILL to itself), `enospc`
 ///   and `eio` (the step fails with that errno, as the system call would).
 public final class FaultPoints: @unchecked Sendable {
@@ -27,6 +29,7 @@ public final class FaultPoints: @unchecked Sendable {
         case rename
         case folderFsync = "folder-fsync"
         case commit
+        case sourceLink = "source-link"
     }
 
     enum Action: Equatable {

@@ -10,4 +10,10 @@ extension FileDescriptor {
     public func startWriteback(from offset: UInt64, count: UInt64) {
         _ = CShims_start_writeback(raw, Int64(offset), Int64(count))  // a hint: nothing depends on it
     }
+
+    /// Copies up to `count` bytes from `source`'s offset to this file's (`copy_file_range`: in
+    /// the kernel, shared extents where the filesystem can); the bytes copied, 0 at its end.
+    func copyRange(from source: FileDescriptor, count: UInt64) -> Result<Int, Errno> {
+        FileSystem.retryingEINTR { CShims_copy_file_range(source.raw, raw, Int64(min(count, 1 << 30))) }.map { Int($0) }
+    }
 }

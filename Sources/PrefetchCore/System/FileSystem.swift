@@ -28,6 +28,18 @@ public enum FileSystem {
         }
     }
 
+    /// The mode a file prefetch creates gets (0644 less the umask, read from
+    /// /proc/self/status, else assumed 022): a local source with another is copied, not linked.
+    static let newFileMode: mode_t = {
+        var mask: mode_t = 0o022
+        if case .success(let bytes) = readFile("/proc/self/status"),
+           let line = String(decoding: bytes, as: UTF8.self).split(separator: "\n").first(where: { $0.hasPrefix("Umask:") }),
+           let value = mode_t(line.dropFirst("Umask:".count).trimmingCharacters(in: .whitespaces), radix: 8) {
+            mask = value
+        }
+        return 0o644 & ~mask
+    }()
+
     /// Opens `path` with `flags` and takes its fstat; a folder is EISDIR. The descriptor is
     /// the caller's to close.
     private static func openForReading(_ path: String, _ flags: Int32) -> Result<(Int32, stat), Errno> {

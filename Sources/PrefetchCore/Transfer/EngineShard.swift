@@ -342,7 +342,7 @@ final class EngineShard: @unchecked Sendable {
         // The file itself must hold exactly the verified body: never more (old bytes left at
         // its end), never less (a write that did not land). One fstat per file.
         switch file.status() {
-        case .success(let info) where UInt64(info.st_size) == bytes: break
+        case .success(let info) where UInt64(info.st_size) == bytes: transfer.completeFile = FileIdentity(info)
         case .success(let info):
             return fail(transfer, TransferFailure(kind: .transient, message: "the partial holds \(info.st_size) bytes, not the body's \(bytes)",
                                                   retryAfter: nil, discardPartial: true, httpStatus: nil))

@@ -39,10 +39,11 @@ struct ShardLedger {
     /// `response`: the 2xx response of a placed copy (the resource's last, §6's deadline rule).
     mutating func validated(_ transfer: Transfer, validators: Validators, length: UInt64?, sha256: String?, placedIn folders: [FileDescriptor]?,
                             response: ResponseFacts?, at now: Instant) {
-        record(placedIn: folders ?? []) { [job = transfer.job, clearPartial = transfer.partialRecorded] state in
+        record(placedIn: folders ?? []) { [job = transfer.job, clearPartial = transfer.partialRecorded, file = transfer.completeFile] state in
             try state.recordValidated(job.key, urlHash: job.urlHash, validators: validators, length: length, sha256: sha256,
                                       placed: folders != nil, encoding: job.resource.encoding, at: now, clearPartial: clearPartial,
-                                      response: response, answeredBy: job.answeringURL)
+                                      response: response, answeredBy: job.answeringURL, file: folders == nil ? nil : file,
+                                      keepingReplaced: folders != nil && job.feed.feed.consistency == .release)
         }
     }
 

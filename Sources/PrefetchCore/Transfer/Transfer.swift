@@ -70,6 +70,8 @@ final class Transfer {
     private var wireCounted: UInt64 = 0
     /// How much of `received` the engine has counted already.
     var counted: UInt64 = 0
+    /// The complete file's inode, mtime and size, taken before its rename (recorded with it: SPEC §9).
+    var completeFile: FileIdentity?
     let startedAt = Date()
     /// The current request's head and stall clocks (SPEC §7), kept by the engine's loop.
     /// Set by `send` (Transfer+Request.swift): nothing outside `Transfer` should touch it.

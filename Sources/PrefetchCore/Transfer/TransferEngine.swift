@@ -29,6 +29,10 @@ enum RunEvent {
     /// Something removed before the transfers to make room under `max_cache_size` (SPEC §8):
     /// an unlisted file of `feed` (`path`), or a previous generation (`generation`).
     case removedForRoom(feed: String, path: String?, generation: Int?, bytes: UInt64)
+    /// A file placed from a local source (SPEC §9): no request; `from` is `FEED/PATH`.
+    case placedFromCache(ResourceKey, bytes: UInt64, from: String, seconds: Double)
+    /// A local source whose bytes no longer match its record: removed, as `verify` removes one.
+    case sourceMismatch(ResourceKey, expected: String, found: String)
 }
 
 /// What became of a stopped transfer's partial (SPEC §7 "Partials as the run sees them").
@@ -82,6 +86,8 @@ struct EngineSummary {
     var changedFeeds: Set<String> = []
     /// The same counts per feed (the metrics' counters, SPEC §6).
     var byFeed: [String: FeedTally] = [:]
+    /// Files placed from a local source (SPEC §9), among `placed`.
+    var fromCache = 0
 
     /// How one transfer ended, as the metrics count it.
     enum Result: String, CaseIterable, Sendable { case placed, fresh, failed, paused }
@@ -94,6 +100,20 @@ struct EngineSummary {
         case .paused: paused += 1
         }
         byFeed[feed, default: FeedTally()].results[result, default: 0] += 1
+    }
+
+    /// Adds a round's counts and what it saw (a pass may run the engine more than once: SPEC §9's
+    /// resources waiting for another with their content).
+    mutating func merge(_ other: EngineSummary) {
+        add(other)
+        held += other.held
+        failedHeld += other.failedHeld
+        transferSeconds += other.transferSeconds
+        diskFull = diskFull || other.diskFull
+        failures += other.failures
+        changedFeeds.formUnion(other.changedFeeds)
+        fromCache += other.fromCache
+        for (feed, tally) in other.byFeed { byFeed[feed, default: FeedTally()].reusedBytes += tally.reusedBytes }
     }
 
     mutating func countBody(_ bytes: UInt64, feed: String) {
@@ -119,6 +139,8 @@ struct EngineSummary {
 struct FeedTally: Sendable, Equatable {
     var results: [EngineSummary.Result: Int] = [:]
     var bodyBytes: UInt64 = 0
+    /// Bytes placed from local sources, not fetched (SPEC §9).
+    var reusedBytes: UInt64 = 0
 }
 
 /// Runs transfers within the limits of SPEC §5 and writes every outcome to state.db as it
