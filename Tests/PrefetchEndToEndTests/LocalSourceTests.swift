@@ -244,6 +244,27 @@ import PrefetchCore
         #expect(cache["used"] as? Int == 300_000, "one inode, counted once: \(cache)")
     }
 
+    /// A file chosen as a local source is not removed to make room in that pass, though a
+    /// manifest dropped it; the work the cap then cannot admit waits.
+    @Test func aSourceIsNotRemovedToMakeRoom() throws {
+        let s = try FaultHarness()
+        let a = Self.bytes(300_000, 12), b = Self.bytes(300_000, 13), sha = FaultTests.sha(a)
+        s.origin.serve("/a.bin", OriginResource(a, etag: "\"a\""))
+        s.origin.serve("/b.bin", OriginResource(b, etag: "\"b\""))
+        s.origin.serve("/c.bin", OriginResource(a, etag: "\"c\""))
+        let config = try s.dir.write("config.yaml", "max_cache_size: 500000\n")
+        try s.feed("resources:\n" + Self.entry("a.bin", url: "/a.bin", sha256: sha, more: "    size: 300000\n"), name: "one")
+        #expect(try s.run(config: config).status == 0)
+        // one drops a.bin (unlisted now: room for the cap) for b.bin; two lists a.bin's content.
+        try s.feed("resources:\n" + Self.entry("b.bin", url: "/b.bin", sha256: FaultTests.sha(b), more: "    size: 300000\n"), name: "one")
+        try s.feed("resources:\n" + Self.entry("c.bin", url: "/c.bin", sha256: sha, more: "    size: 300000\n"), name: "two")
+        let run = try s.runJSON(config: config)
+        #expect(run.status == 0, "\(run.diagnostics)")
+        #expect(Self.placed(run, "two", "c.bin")?["from"] as? String == "one/a.bin", "\(run.stdout)")
+        #expect(!run.events.contains { $0["type"] as? String == "removed" }, "the source is not room: \(run.stdout)")
+        #expect(s.origin.requests(to: "/c.bin").isEmpty && s.origin.requests(to: "/b.bin").isEmpty, "b.bin waits for room")
+    }
+
     /// `release` feeds: content that moves to another path in a new release is linked from
     /// the generation before, and content a release replaced is found in the older
     /// generation still on disk (`kept_files`).

@@ -23,6 +23,9 @@ public struct CacheUsage: Sendable {
     /// In how many seconds a previous generation not yet live long enough becomes room
     /// (the earliest; nil: none waits): the daemon wakes then for work the cap holds back.
     public var moreRoomIn: Int64?
+    /// Files of `consistency: file` feeds with more than one link (SPEC §9: another path
+    /// holds the same inode): replacing one frees nothing.
+    public var linked: Set<ResourceKey> = []
 
     /// One thing that may be removed to make room.
     public struct Room: Sendable, Equatable {
@@ -77,7 +80,7 @@ extension CacheUsage {
                 // Unlisted files are room of a listed feed that keeps its files one by one.
                 let room = feed.map { $0.consistency == .file } ?? false
                 let paths = room ? Set(feed!.resources.map(\.path)) : []
-                walk.files(in: folder, relative: "", owner: { path in
+                walk.files(in: folder, relative: "", linkedOf: name, owner: { path in
                     room && !paths.contains(path) ? .room(.file(path: path), feed: name) : .kept
                 })
             case .generations, .dangling:
@@ -135,9 +138,11 @@ extension CacheUsage {
         /// Per candidate: its files' bytes with one link (freed for sure), and its hard-linked inodes.
         var single: [UInt64] = []
         var linked: [[Inode]] = []
+        var linkedFiles: Set<ResourceKey> = []
 
         /// Every regular file below `folder`; the reader index at its top is prefetch's own.
-        mutating func files(in folder: FileDescriptor, relative: String, owner: (String) -> Owner) {
+        /// `linkedOf`: the feed whose files with more than one link are noted (`linked`).
+        mutating func files(in folder: FileDescriptor, relative: String, linkedOf feed: String? = nil, owner: (String) -> Owner) {
             for entry in FileSystem.entries(in: folder) {
                 if relative.isEmpty, entry.name == CacheLayout.index || entry.name == CacheLayout.indexTemp { continue }
                 let path = relative.isEmpty ? entry.name : relative + "/" + entry.name
@@ -145,11 +150,12 @@ extension CacheUsage {
                 case .directory:
                     guard case .success(let sub) = FileDescriptor.open(entry.name, relativeTo: folder,
                                                                        flags: O_RDONLY | O_DIRECTORY | O_NOFOLLOW) else { continue }
-                    files(in: sub, relative: path, owner: owner)
+                    files(in: sub, relative: path, linkedOf: feed, owner: owner)
                 case .regular:
                     guard case .success(let info) = FileSystem.status(of: entry.name, in: folder), (info.st_mode & S_IFMT) == S_IFREG else { continue }
                     var index: Int?
                     if case .room(let kind, let feed) = owner(path) { index = room(kind, feed: feed, placed: info) }
+                    if let feed, info.st_nlink > 1 { linkedFiles.insert(ResourceKey(feed: feed, path: path)) }
                     count(info, owner: index)
                 case .other:
                     continue  // a symlink is never followed, nor counted
@@ -209,6 +215,7 @@ extension CacheUsage {
             }
             var usage = CacheUsage(used: used, candidates: candidates)
             usage.moreRoomIn = moreRoomIn
+            usage.linked = linkedFiles
             return usage
         }
     }
