@@ -312,6 +312,8 @@ import PrefetchCore
         damaged[5] ^= 1
         try Data(damaged).write(to: URL(fileURLWithPath: file))
         let planned = try s.plan(offset: "+6h")
+        let due = try #require(planned.first { $0["path"] as? String == "p.bin" })
+        #expect(due["state"] as? String == "due" && due["reason"] as? String == "not cached", "not its own source: \(due)")
         let repaired = try s.runJSON(offset: "+6h")
         #expect(repaired.status == 0 && repaired.placed("p.bin"), "\(repaired.diagnostics) \(planned)")
         #expect(s.origin.requests(to: "/p.bin").count == 2 && s.digest("t/p.bin") == sha)

@@ -17,7 +17,8 @@ extension CacheFolder {
     /// The file `record` names, when it is a regular file (of any length: the caller compares): a copy at
     /// its feed's path as the writer sees it, or an older generation's file, found in the
     /// feed's generations by its recorded inode.
-    func openSource(_ record: LocalSourceRecord) -> OpenedSource? {
+    /// `folders`: the folders opened so far (as `place` keeps them).
+    func openSource(_ record: LocalSourceRecord, folders opened: inout [String: FileDescriptor]) -> OpenedSource? {
         let final = FinalPath(feed: record.key.feed, path: record.key.path)
         var folders: [FileDescriptor] = []
         if record.kept {
@@ -30,8 +31,7 @@ extension CacheFolder {
                 break
             }
         } else {
-            var opened: [String: FileDescriptor] = [:]
-            guard finalSize(feed: record.key.feed, path: record.key.path, folders: &opened) != nil, let folder = opened.values.first else { return nil }
+            guard finalSize(feed: record.key.feed, path: record.key.path, folders: &opened) != nil, let folder = opened[final.key] else { return nil }
             folders = [folder]
         }
         guard let folder = folders.first,
@@ -41,10 +41,9 @@ extension CacheFolder {
     }
 
     /// The inode at `feed/path` as the writer sees it (a placement target), when a regular file is there.
-    func finalIdentity(feed: String, path: String) -> FileIdentity? {
-        var opened: [String: FileDescriptor] = [:]
+    func finalIdentity(feed: String, path: String, folders opened: inout [String: FileDescriptor]) -> FileIdentity? {
         let final = FinalPath(feed: feed, path: path)
-        guard finalSize(feed: feed, path: path, folders: &opened) != nil, let folder = opened.values.first,
+        guard finalSize(feed: feed, path: path, folders: &opened) != nil, let folder = opened[final.key],
               case .success(let info) = FileSystem.status(of: final.leaf, in: folder) else { return nil }
         return FileIdentity(info)
     }

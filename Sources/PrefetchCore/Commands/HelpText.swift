@@ -39,11 +39,35 @@ public enum HelpText {
         rows.append(("-h, --help", "Show help for this command."))
         out += "\nOPTIONS:\n" + table(rows)
         if !spec.discussion.isEmpty { out += "\n" + spec.discussion + "\n" }
+        if let notes = outputNotes(for: spec.name) { out += "\n" + notes + "\n" }
         if !spec.environment.isEmpty {
             out += "\nENVIRONMENT:\n" + table(spec.environment.map { ($0.name, $0.help) }, width: environmentWidth)
         }
         out += "\nMANUAL: commands.md, \"\(spec.name)\", in " + manualFolder + ".\n"
         return out
+    }
+
+    /// What a command prints about content the cache already holds (SPEC §9: local sources
+    /// and pinned copies), after its discussion; the man page shows the same text.
+    static func outputNotes(for command: String) -> String? {
+        switch command {
+        case "plan":
+            return "Content the cache already holds (an entry's sha256) plans 'due', reason 'in cache (FEED/PATH)', 0B:\n"
+                + "linked or copied from that file, no request. A copy of its sha256 that no URL gave a validator\n"
+                + "is 'fresh', reason 'pinned': never requested, its bytes checked on disk instead."
+        case "run":
+            return "Content the cache already holds (an entry's sha256) is linked or copied from that file, never fetched:\n"
+                + "'placed  FEED/PATH  SIZE (from FEED2/PATH2)', and the summary adds 'N from the cache'. A source whose\n"
+                + "bytes changed is removed with a 'mismatch' line on stderr, and the resource is fetched."
+        case "verify":
+            return "A file with several links (content that feeds share, a release's generations) is hashed once\n"
+                + "and reported at every path that links it."
+        case "gc":
+            return "It also removes what a crash left between linking a file of the cache and placing it:\n"
+                + "'removed  .prefetch/partial/HASH.link  (copy of a local source a run left)'."
+        default:
+            return nil
+        }
     }
 
     /// Where the manual (`docs/`) is: in the source tree, and where the Debian package puts it.

@@ -159,7 +159,8 @@ public enum ManPage {
         return out + ".YS\n"
     }
 
-    /// A command's subsection: what it does, its arguments and options, its discussion.
+    /// A command's subsection: what it does, its arguments and options, its discussion (and
+    /// what its output says of content the cache already holds: `HelpText.outputNotes`).
     private static func section(_ spec: CommandSpec) -> String {
         var out = ".SS \(spec.name)\n" + text(spec.abstract) + "\n"
         if let arguments = spec.arguments {
@@ -168,6 +169,7 @@ public enum ManPage {
         for option in spec.options { out += item(option) }
         out += ".TP\n.BR \\-h \", \" \\-\\-help\nShow help for this command.\n"
         if !spec.discussion.isEmpty { out += ".PP\n" + text(spec.discussion) + "\n" }
+        if let notes = HelpText.outputNotes(for: spec.name) { out += ".PP\n" + text(notes) + "\n" }
         if !spec.environment.isEmpty {
             out += ".PP\nIt reads " + spec.environment.map { "\\fB" + escape($0.name) + "\\fR" }.joined(separator: ", ")
                 + " (see\n.BR ENVIRONMENT ).\n"

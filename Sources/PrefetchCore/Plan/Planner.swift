@@ -211,6 +211,7 @@ public enum Planner {
         let changed = cached && (state.map { Self.copyIsOfAnotherEntry(resource, $0, sameURL: sameURL) } ?? false)
         // fresh
         let validated = (cached && sameURL && !changed) ? believed(state?.validatedAt, now: now, else: nil) : nil
+        var pinBroken = false
         if let validated, let state, let sha256 = resource.sha256, isPinned(sha256, state) {
             // SPEC §9: a pinned copy is never requested; due for revalidation, its bytes are checked instead.
             let fresh = markFresh(&item, validated: validated, in: context) || input.pinnedCopyHolds?(key, sha256) ?? true
@@ -221,7 +222,8 @@ public enum Planner {
                 item.remaining = 0
                 return item
             }
-            cached = false  // not the pin's bytes: due, as a missing file
+            cached = false  // not the pin's bytes: due, as a missing file (and not a source of itself)
+            pinBroken = true
         } else if let validated, markFresh(&item, validated: validated, in: context) {
             return item
         }
@@ -231,7 +233,9 @@ public enum Planner {
             if let total = bytes, resumePoint.resumeFrom <= total { item.remaining = total - resumePoint.resumeFrom }
         }
         // SPEC §9: content a file in the cache already holds is taken from it, with no request.
-        if !cached || changed, let sha256 = resource.sha256, let source = input.localSource?(sha256, resource.size) {
+        if !cached || changed, !pinBroken, let sha256 = resource.sha256,
+           let source = cached && state?.sha256 == sha256 ? "\(feed.name)/\(resource.path)" : input.localSource?(sha256, resource.size) {
+            // A copy of that content already at the path (its URL changed): its own source, found with no lookup.
             planFromCache(&item, resource, source: source, in: context)
             return item
         }

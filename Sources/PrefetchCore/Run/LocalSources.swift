@@ -8,6 +8,7 @@ final class LocalSourceLookup: @unchecked Sendable {
     private let cache: CacheFolder
     private let lock = NSLock()
     private var known: [String: String?] = [:]
+    private var folders: [String: FileDescriptor] = [:]
 
     private init(state: StateStore, cache: CacheFolder) {
         self.state = state
@@ -27,7 +28,9 @@ final class LocalSourceLookup: @unchecked Sendable {
         let key = sha256 + ":" + (size.map(String.init) ?? "")
         if let found = known[key] { return found }
         let records = (try? state.localSources(sha256: sha256, length: size)) ?? []
-        let found = records.first { record in cache.openSource(record).map { UInt64($0.info.st_size) == record.length } ?? false }?.shown
+        let found = records.first { record in
+            cache.openSource(record, folders: &folders).map { UInt64($0.info.st_size) == record.length } ?? false
+        }?.shown
         known[key] = found
         return found
     }
@@ -44,10 +47,19 @@ struct LocalPlacement {
     let clock: () -> Instant
     let report: (RunEvent) -> Void
     var faults = FaultPoints.none
+    /// `max_cache_size`'s room while the run places files: a copy (not a link) takes its size.
+    var cacheAllowance: CacheAllowance?
     /// What the placements add to the pass's summary (placed, from the cache, reused bytes).
     private(set) var summary = EngineSummary()
     private var buffer = [UInt8](repeating: 0, count: 1 << 20)
     private var folders: [String: FileDescriptor] = [:]
+    /// Files renamed into place and recorded in the open transaction, not yet committed: their
+    /// folders are fsynced, then the transaction commits (`flush`), as the engine's group
+    /// commits do; the lookups run inside it too (no lock taken per statement).
+    private var pending: [(job: TransferJob, record: LocalSourceRecord, started: Date)] = []
+    private var open = false
+    private var pendingFolders: [ObjectIdentifier: FileDescriptor] = [:]
+    private static let batch = 512
 
     init(cache: CacheFolder, state: StateStore, clock: @escaping () -> Instant, report: @escaping (RunEvent) -> Void) {
         self.cache = cache
@@ -63,36 +75,90 @@ struct LocalPlacement {
                         leading: inout Set<String>) -> (transfer: [TransferJob], waiting: [TransferJob]) {
         var transfer: [TransferJob] = [], waiting: [TransferJob] = []
         transfer.reserveCapacity(jobs.count)
+        folders = [:]  // a release staged since the last round: its folders are opened anew
         for (index, job) in jobs.enumerated() {
             guard content.contains(index), let sha256 = job.resource.sha256 else {
                 transfer.append(job)
                 continue
             }
-            if place(job, sha256: sha256) { continue }
+            if !open { begin() }
+            if open, place(job, sha256: sha256) {
+                if pending.count >= Self.batch { flush() }
+                continue
+            }
             if leading.insert(sha256).inserted { transfer.append(job) } else { waiting.append(job) }
         }
+        flush()
         return (transfer, waiting)
+    }
+
+    private mutating func begin() {
+        do {
+            try state.begin()
+            open = true
+        } catch {
+            report(.stateError("cannot record state: \(error)"))  // the jobs go to the engine
+        }
+    }
+
+    /// fsyncs the folders the pending files were renamed into, then commits their records,
+    /// then says them: a file is said placed only once state.db records it durably.
+    private mutating func flush() {
+        guard open else { return }
+        open = false
+        defer {
+            pending.removeAll(keepingCapacity: true)
+            pendingFolders.removeAll()
+        }
+        if !cache.syncIsFree {
+            for folder in pendingFolders.values where folder.sync().isSuccess == false {
+                state.rollback()
+                report(.stateError("cannot fsync a folder of the cache: files placed from the cache are not recorded"))
+                return
+            }
+        }
+        do { try state.commit() } catch {  // rolled back
+            report(.stateError("cannot record state: \(error)"))
+            return
+        }
+        for placed in pending {
+            let key = placed.job.key, bytes = placed.record.length
+            if placed.job.partial != nil { cache.removePartial(CacheLayout.partialName(feed: key.feed, path: key.path)) }
+            summary.count(.placed, feed: key.feed)
+            summary.fromCache += 1
+            summary.byFeed[key.feed, default: FeedTally()].reusedBytes += bytes
+            summary.changedFeeds.insert(key.feed)
+            report(.placedFromCache(key, bytes: bytes, from: placed.record.shown, seconds: Date().timeIntervalSince(placed.started)))
+        }
     }
 
     /// Places `job` from the first recorded file that still holds `sha256`; false when none does.
     private mutating func place(_ job: TransferJob, sha256: String) -> Bool {
         let started = Date()
-        let records = (try? state.localSources(sha256: sha256, length: job.resource.size)) ?? []
+        var records = (try? state.localSources(sha256: sha256, length: job.resource.size, kept: false)) ?? []
+        // Its own copy first (a URL that changed, same content): only its record changes.
+        if let own = records.firstIndex(where: { $0.key == job.key }), own > 0 { records.insert(records.remove(at: own), at: 0) }
+        if place(job, sha256: sha256, from: records, started: started) { return true }
+        // The older generations' files, asked only when no copy at a path would do.
+        return place(job, sha256: sha256, from: (try? state.keptSources(sha256: sha256, length: job.resource.size)) ?? [], started: started)
+    }
+
+    private mutating func place(_ job: TransferJob, sha256: String, from records: [LocalSourceRecord], started: Date) -> Bool {
         for record in records {
-            guard let source = cache.openSource(record) else {
+            // Its own copy, still the file placed (inode, mtime and size recorded): trusted as a
+            // pinned copy is, with nothing opened; only its record changes.
+            if record.key == job.key, !record.kept, let inode = record.inode,
+               let target = cache.finalIdentity(feed: job.key.feed, path: job.key.path, folders: &folders),
+               target == FileIdentity(inode: inode, mtime: record.mtime ?? Instant(nanoseconds: -1), size: record.length) {
+                return recorded(job, record: record, identity: target, started: started)
+            }
+            guard let source = cache.openSource(record, folders: &folders) else {
                 if record.kept, let inode = record.inode { try? state.forgetKept(record.key, inode: inode) }
                 continue
             }
             switch copy(job, from: source, record: record, sha256: sha256) {
             case .placed(let identity):
-                let sameURL = record.servedBy == job.urlHash
-                guard recordPlaced(job, record: record, identity: identity, sameURL: sameURL) else { return true }
-                summary.count(.placed, feed: job.key.feed)
-                summary.fromCache += 1
-                summary.byFeed[job.key.feed, default: FeedTally()].reusedBytes += record.length
-                summary.changedFeeds.insert(job.key.feed)
-                report(.placedFromCache(job.key, bytes: record.length, from: record.shown, seconds: Date().timeIntervalSince(started)))
-                return true
+                return recorded(job, record: record, identity: identity, started: started)
             case .damaged(let found):
                 damaged(record, source: source, found: found, expected: sha256)
             case .unusable:
@@ -100,6 +166,21 @@ struct LocalPlacement {
             }
         }
         return false
+    }
+
+    /// Records the copy placed at `job`'s key in the open transaction (committed by `flush`).
+    private mutating func recorded(_ job: TransferJob, record: LocalSourceRecord, identity: FileIdentity, started: Date) -> Bool {
+        do {
+            try recordPlaced(job, record: record, identity: identity, sameURL: record.servedBy == job.urlHash)
+            pending.append((job, record, started))
+        } catch {  // placed, not recorded: the next pass revalidates it
+            state.rollback()
+            open = false
+            pending.removeAll()
+            pendingFolders.removeAll()
+            report(.stateError("cannot record state: \(error)"))
+        }
+        return true
     }
 
     private enum CopyOutcome { case placed(FileIdentity), damaged(found: String), unusable }
@@ -113,7 +194,9 @@ struct LocalPlacement {
             guard case .success(let (found, _)) = CacheFolder.hash(source.file, buffer: &buffer) else { return .unusable }
             return .damaged(found: found)
         }
-        if let target = cache.finalIdentity(feed: key.feed, path: key.path), target.inode == UInt64(source.info.st_ino) {
+        if let target = cache.finalIdentity(feed: key.feed, path: key.path, folders: &folders), target.inode == UInt64(source.info.st_ino) {
+            // Still the file placed (inode, mtime and size recorded): trusted as a pinned copy is.
+            if record.inode == target.inode, record.mtime == target.mtime, record.length == target.size { return .placed(target) }
             switch CacheFolder.hash(source.file, buffer: &buffer) {
             case .success(let (found, identity)): return found == sha256 ? .placed(identity) : .damaged(found: found)
             case .failure: return .unusable
@@ -122,7 +205,12 @@ struct LocalPlacement {
         let name = CacheLayout.sourceCopyName(feed: key.feed, path: key.path)
         // A link shares its owner and mode: only a file as prefetch would have made it is linked.
         let mayLink = source.info.st_uid == geteuid() && mode_t(source.info.st_mode) & 0o7777 == FileSystem.newFileMode
-        guard case .success = cache.copySource(source, to: name, mayLink: mayLink) else { return .unusable }
+        guard case .success(let made) = cache.copySource(source, to: name, mayLink: mayLink) else { return .unusable }
+        // A copy is new bytes in the cache: admitted at its full size, or not made (SPEC §9).
+        if made == .copied, let allowance = cacheAllowance, !allowance.take(record.length) {
+            cache.removeSourceCopy(name)
+            return .unusable
+        }
         if faults.reach(.sourceLink) != nil {
             cache.removeSourceCopy(name)
             return .unusable
@@ -138,27 +226,18 @@ struct LocalPlacement {
             cache.removeSourceCopy(name)
             return .unusable
         case .success(let (folder, createdIn)):
-            if !cache.syncIsFree {
-                for synced in [folder] + createdIn where synced.sync().isSuccess == false { return .unusable }
-            }
+            for synced in [folder] + createdIn { pendingFolders[ObjectIdentifier(synced)] = synced }
             return .placed(identity)
         }
     }
 
     /// Records the copy placed at `job`'s key: the source's validators only when the source
     /// was served by the same URL (else none, and no URL served it).
-    private func recordPlaced(_ job: TransferJob, record: LocalSourceRecord, identity: FileIdentity, sameURL: Bool) -> Bool {
-        do {
-            try state.recordValidated(job.key, urlHash: job.urlHash, validators: sameURL ? record.validators : Validators(),
-                                      length: record.length, sha256: job.resource.sha256, placed: true, encoding: job.resource.encoding,
-                                      at: clock(), file: identity, keepingReplaced: job.feed.feed.consistency == .release)
-            if !sameURL { try state.recordServedByNone(job.key) }
-            cache.removePartial(CacheLayout.partialName(feed: job.key.feed, path: job.key.path))
-            return true
-        } catch {
-            report(.stateError("cannot record state: \(error)"))
-            return false
-        }
+    private func recordPlaced(_ job: TransferJob, record: LocalSourceRecord, identity: FileIdentity, sameURL: Bool) throws(SQLiteError) {
+        try state.recordValidated(job.key, urlHash: job.urlHash, validators: sameURL ? record.validators : Validators(),
+                                  length: record.length, sha256: job.resource.sha256, placed: true, encoding: job.resource.encoding,
+                                  at: clock(), clearPartial: job.partial != nil, file: identity,
+                                  keepingReplaced: job.feed.feed.consistency == .release, servedByNone: !sameURL)
     }
 
     /// A source whose bytes no longer match its record: removed and forgotten, as `verify`
@@ -206,7 +285,8 @@ enum PinnedCopyCheck {
         func holds(_ key: ResourceKey, _ sha256: String) -> Bool {
             lock.lock()
             defer { lock.unlock() }
-            guard let found = cache.finalIdentity(feed: key.feed, path: key.path) else { return false }
+            var folders: [String: FileDescriptor] = [:]
+            guard let found = cache.finalIdentity(feed: key.feed, path: key.path, folders: &folders) else { return false }
             var changed = false
             if (try? state.fileIdentity(key)) != found {
                 if buffer.isEmpty { buffer = [UInt8](repeating: 0, count: 1 << 20) }
@@ -219,6 +299,19 @@ enum PinnedCopyCheck {
                 try? state.recordPinnedValidated(key, at: now, file: changed ? found : nil)
             }
             return true
+        }
+    }
+}
+
+/// Keeps state.db's older-generation sources (`kept_files`) to what is on disk.
+enum LocalSourceRecords {
+    /// Forgets `feed`'s older generations' files no longer found in its generations.
+    static func forgetGone(feed: String, state: StateStore, cache: CacheFolder) throws(SQLiteError) {
+        for (path, inode) in try state.keptFiles(feed: feed) {
+            let record = LocalSourceRecord(key: ResourceKey(feed: feed, path: path), length: 0, inode: inode, mtime: nil, servedBy: "",
+                                           validators: Validators(), kept: true)
+            var folders: [String: FileDescriptor] = [:]
+            if cache.openSource(record, folders: &folders) == nil { try state.forgetKept(record.key, inode: inode) }
         }
     }
 }

@@ -229,6 +229,7 @@ struct RunPass {
         }
         var local = LocalPlacement(cache: cache, state: state, clock: clock, report: pass.reporter.handle)
         local.faults = settings.faults
+        local.cacheAllowance = cacheAllowance
         var leading = Set<String>()
         var (next, waiting) = local.split(jobs, content: content, leading: &leading)
         var summary = EngineSummary()
@@ -361,6 +362,8 @@ struct RunPass {
             IndexWriter.write(indexed, plan: after, state: snapshotAfter, cached: cachedAfter, cache: cache, now: clock(), console: console)
         }
         let switched = ReleaseSwitch.apply(switching, cache: cache, console: console)
+        // The generation before the one that was live went: its files are no local sources now.
+        for feed in switching { pass.recordState { try LocalSourceRecords.forgetGone(feed: feed.name, state: state, cache: cache) } }
         // A generation just became the previous one: in 60 s it is room for what the cap holds back (SPEC §8).
         if wantsNextWakeup, !switching.isEmpty, (settled.planAfter?.0 ?? plan).cache != nil,
            (settled.planAfter?.0 ?? plan).feeds.contains(where: { $0.items.contains(reason: CacheBudget.cacheFullReason) }) {

@@ -36,6 +36,7 @@ extension StateStore {
         try db.run("DELETE FROM attempts WHERE feed = ?", [.text(feed)])
         try db.run("DELETE FROM metered_usage WHERE feed = ?", [.text(feed)])
         try db.run("DELETE FROM counters WHERE feed = ?", [.text(feed)])
+        try forgetKept(feed: feed)
     }
 
     // MARK: Verification

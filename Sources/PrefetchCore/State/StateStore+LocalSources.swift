@@ -5,9 +5,9 @@ import Foundation
 /// that a newer version replaced (`kept_files`), each with its length, inode and mtime.
 extension StateStore {
     /// The files recorded with `sha256` (and `length`, when given): the copies at feeds' paths
-    /// first, in key order, then the older generations' files. Whether each is still on disk
-    /// with those bytes is the caller's to check.
-    func localSources(sha256: String, length: UInt64?) throws(SQLiteError) -> [LocalSourceRecord] {
+    /// first, in key order, then (`kept`) the older generations' files. Whether each is still
+    /// on disk with those bytes is the caller's to check.
+    func localSources(sha256: String, length: UInt64?, kept withKept: Bool = true) throws(SQLiteError) -> [LocalSourceRecord] {
         var found: [LocalSourceRecord] = []
         let copies = try db.cached("""
             SELECT feed, path, length, inode, mtime, COALESCE(served_by, url_hash), etag, last_modified FROM resources
@@ -16,6 +16,13 @@ extension StateStore {
         defer { copies.reset() }
         try copies.bind([.text(sha256), .optional(length), .optional(length)])
         while try copies.step() { found.append(Self.sourceRecord(copies, kept: false)) }
+        guard withKept else { return found }
+        return found + (try keptSources(sha256: sha256, length: length))
+    }
+
+    /// The older generations' files recorded with `sha256` (and `length`, when given).
+    func keptSources(sha256: String, length: UInt64?) throws(SQLiteError) -> [LocalSourceRecord] {
+        var found: [LocalSourceRecord] = []
         let kept = try db.cached("""
             SELECT feed, path, length, inode, mtime, served_by, etag, last_modified FROM kept_files
             WHERE sha256 = ? AND (? IS NULL OR length = ?) ORDER BY feed, path, inode
@@ -71,12 +78,6 @@ extension StateStore {
     /// Forgets every older generation's file of `feed` (its generations are gone).
     func forgetKept(feed: String) throws(SQLiteError) {
         try db.run("DELETE FROM kept_files WHERE feed = ?", [.text(feed)])
-    }
-
-    /// A copy placed from a local source another URL served: no listed URL served it (the
-    /// reader index's `served_by` is null), marked by empty texts.
-    func recordServedByNone(_ key: ResourceKey) throws(SQLiteError) {
-        try db.run("UPDATE resources SET served_by = '', served_by_url = '' WHERE feed = ? AND path = ?", [.text(key.feed), .text(key.path)])
     }
 
     /// A pinned copy validated with no request at `time` (SPEC §9), with its inode and mtime

@@ -39,9 +39,9 @@ extension StateStore {
     public func recordValidated(_ key: ResourceKey, urlHash: String, validators: Validators, length: UInt64?,
                                 sha256: String?, placed: Bool, encoding: EncodingMode = .refuse, at time: Instant, clearPartial: Bool = true,
                                 response: ResponseFacts? = nil, answeredBy mirror: MirrorURL? = nil, file: FileIdentity? = nil,
-                                keepingReplaced: Bool = false) throws(SQLiteError) {
+                                keepingReplaced: Bool = false, servedByNone: Bool = false) throws(SQLiteError) {
         let validation = Validation(key: key, urlHash: urlHash, validators: validators, length: length, sha256: sha256, placed: placed,
-                                    encoding: encoding, time: time, response: response, mirror: mirror, file: file)
+                                    encoding: encoding, time: time, response: response, mirror: mirror, file: file, servedByNone: servedByNone)
         // A staged release's older generation keeps the copy replaced here (SPEC §9: a local source while on disk).
         if placed, keepingReplaced { try keepReplaced(key) }
         guard clearPartial else { return try confirmOrUpsert(validation) }
@@ -96,7 +96,8 @@ extension StateStore {
                   .optional(v.response?.etag), .optional(v.response?.lastModified), .optional(v.response?.date),
                   .int(v.response?.acceptRangesNone == true ? 1 : 0), .optional(v.response?.contentEncoding),
                   v.response == nil ? .null : .instant(v.time), v.response == nil ? .null : .optional(v.length),
-                  v.placed ? .text(v.encoding.rawValue) : .null, .optional(v.mirror?.shown == nil ? nil : v.mirror?.hash), .optional(v.mirror?.shown),
+                  v.placed ? .text(v.encoding.rawValue) : .null,
+                  v.servedByNone ? .text("") : .optional(v.mirror?.shown == nil ? nil : v.mirror?.hash), v.servedByNone ? .text("") : .optional(v.mirror?.shown),
                   v.placed ? .optional(v.file.map { Int64(bitPattern: $0.inode) }) : .null, v.placed ? .optional(v.file?.mtime) : .null])
     }
 
@@ -271,4 +272,6 @@ private struct Validation {
     let mirror: MirrorURL?
     /// A placed copy's inode and mtime (SPEC §9).
     let file: FileIdentity?
+    /// A copy from a local source another URL served: no listed URL served it (marked "").
+    var servedByNone = false
 }
