@@ -67,6 +67,37 @@ import TestSupport
         #expect(try SQLiteConnection(path: path, readOnly: true).userVersion == StateStore.schemaVersion)
     }
 
+    /// Version 6 → 7 (SPEC §9): a copy recorded before keeps everything and has no inode or
+    /// mtime (its file is then hashed before it is trusted), copies are found by SHA-256, and
+    /// an older generation's file recorded in `kept_files` is found too.
+    @Test func aVersionSixFileGetsLocalSources() throws {
+        let folder = try TemporaryFolder()
+        let path = folder.path + "/state.db"
+        let db = try SQLiteConnection(path: path, readOnly: false)
+        for step in StateStore.migrations.prefix(6) { try db.execute(step) }
+        try db.execute("PRAGMA user_version = 6")
+        let sha = String(repeating: "ab", count: 32)
+        try db.execute("""
+            INSERT INTO resources (feed, path, url_hash, etag, length, sha256, placed_at, validated_at, last_success, failures, permanent)
+                VALUES ('lobby', 'a.mp4', 'h', '"e1"', 42, '\(sha)', 1796000050000000000, 1796000060000000000, 1796000060000000000, 0, 0);
+            """)
+        let store = try StateStore.openForWriting(path)
+        #expect(try SQLiteConnection(path: path, readOnly: true).userVersion == StateStore.schemaVersion)
+        let a = try #require(try store.snapshot().resources[ResourceKey(feed: "lobby", path: "a.mp4")])
+        #expect(a.sha256 == sha && a.length == 42 && a.validators.etag == "\"e1\"")
+        let found = try store.localSources(sha256: sha, length: nil)
+        #expect(found == [LocalSourceRecord(key: ResourceKey(feed: "lobby", path: "a.mp4"), length: 42, inode: nil, mtime: nil, servedBy: "h",
+                                            validators: Validators(etag: "\"e1\""), kept: false)])
+        #expect(try store.localSources(sha256: sha, length: 43).isEmpty, "the entry's size must match")
+        #expect(try store.fileIdentity(ResourceKey(feed: "lobby", path: "a.mp4")) == nil, "no inode recorded: hashed before trusted")
+        try store.recordPinnedValidated(ResourceKey(feed: "lobby", path: "a.mp4"), at: Instant(seconds: 1_796_000_100),
+                                        file: FileIdentity(inode: 7, mtime: Instant(seconds: 1_796_000_050), size: 42))
+        try store.keepReplaced(ResourceKey(feed: "lobby", path: "a.mp4"))
+        #expect(try store.keptSources(sha256: sha, length: 42).map(\.inode) == [7])
+        try store.forgetFeed("lobby")
+        #expect(try store.localSources(sha256: sha, length: nil).isEmpty, "a removed feed's files are no sources")
+    }
+
     @Test func aReaderMigratesInMemoryAndLeavesTheFileAlone() throws {
         let folder = try TemporaryFolder()
         let path = folder.path + "/state.db"

@@ -197,12 +197,20 @@ import PrefetchCore
         #expect(!s.exists("two/b.bin"), "nothing visible in the feed's folder")
         let partials = s.cache.path + "/.prefetch/partial"
         #expect(try FileManager.default.contentsOfDirectory(atPath: partials).contains { $0.hasSuffix(".link") }, "the link was made")
-        let gc = try s.run(["gc"])
-        #expect(gc.status == 0 && gc.stdout.contains("copy of a local source a run left"), "\(gc.diagnostics)")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: partials).isEmpty)
+        let dry = try s.run(["gc", "--dry-run"])
+        #expect(dry.status == 0 && dry.stdout.contains("copy of a local source a run left"), "gc names it: \(dry.diagnostics)")
+        // The next run places the file and leaves nothing behind.
         let run = try s.run()
         #expect(run.status == 0 && run.stdout.contains("(from one/a.bin)"), "\(run.diagnostics)")
         #expect(s.origin.requests(to: "/b.bin").isEmpty && s.digest("two/b.bin") == sha)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: partials).isEmpty, "the run's clean-up removed the link")
+        // gc removes one just the same.
+        try s.feed("resources:\n" + Self.entry("c.bin", url: "/c.bin", sha256: sha), name: "three")
+        #expect(try s.run(["run"], environment: ["PREFETCH_FAULT": "source-link:kill"]).status != 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: partials).contains { $0.hasSuffix(".link") })
+        let gc = try s.run(["gc"])
+        #expect(gc.status == 0 && gc.stdout.contains("copy of a local source a run left"), "\(gc.diagnostics)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: partials).isEmpty)
     }
 
     /// `verify` over linked files: every path is reported; a damaged inode fails every path
