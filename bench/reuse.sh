@@ -55,14 +55,14 @@ for medium in $MEDIA; do
         say "reuse (a) on $medium: $ROUNDS rounds"
         for round in $(seq 0 "$ROUNDS"); do
             rm -f "$w/cache/two/big.bin"; sync
-            key=a.$medium.prefetch; [ "$round" = 0 ] && key=warmup
+            key=reuse.a.$medium.prefetch; [ "$round" = 0 ] && key=warmup
             measure "$key" "$BIN" run --quiet --feeds "$w/feeds" --cache "$w/cache" --config "$w/config.yaml"
             [ "$M_EXIT" = 0 ] || die "(a) prefetch failed: $(cat "$M_TMP/stderr")"
             [ "$(stat -c %i "$w/cache/two/big.bin")" = "$(stat -c %i "$w/cache/one/big.bin")" ] || die "(a) not linked"
-            key=a.$medium.dgst; [ "$round" = 0 ] && key=warmup
+            key=reuse.a.$medium.dgst; [ "$round" = 0 ] && key=warmup
             measure "$key" openssl dgst -sha256 "$w/cache/one/big.bin"
         done
-        close "a.$medium.prefetch"; close "a.$medium.dgst"
+        close "reuse.a.$medium.prefetch"; close "reuse.a.$medium.dgst"
     fi
     if [[ " $CASES " == *" b "* ]]; then
         w=$base/b
@@ -75,16 +75,16 @@ for medium in $MEDIA; do
         prefix=moved-a
         for round in $(seq 0 "$ROUNDS"); do
             rm -rf "$w/fetch/cache"; sync
-            key=b.$medium.fetch; [ "$round" = 0 ] && key=warmup
+            key=reuse.b.$medium.fetch; [ "$round" = 0 ] && key=warmup
             measure "$key" "$BIN" run --quiet --feeds "$w/fetch/feeds" --cache "$w/fetch/cache" --config "$w/fetch/config.yaml"
             [ "$M_EXIT" = 0 ] || die "(b) the fetch failed: $(cat "$M_TMP/stderr")"
             small_feed_file "$prefix" "$w/moved/feeds/small.yaml"; sync
-            key=b.$medium.moved; [ "$round" = 0 ] && key=warmup
+            key=reuse.b.$medium.moved; [ "$round" = 0 ] && key=warmup
             measure "$key" "$BIN" run --quiet --feeds "$w/moved/feeds" --cache "$w/moved/cache" --config "$w/moved/config.yaml"
             [ "$M_EXIT" = 0 ] || die "(b) the moved run failed (a request?): $(cat "$M_TMP/stderr")"
             [ "$prefix" = moved-a ] && prefix=moved-b || prefix=moved-a
         done
-        close "b.$medium.fetch"; close "b.$medium.moved"
+        close "reuse.b.$medium.fetch"; close "reuse.b.$medium.moved"
     fi
 done
 grep -c ' 200 \| 404 ' "$RUN/origin/access.log" >/dev/null 2>&1 || true
@@ -96,12 +96,12 @@ report() {
             printf "| case | medium | prefetch | peer | peer figure | ratio | target | met |\n|---|---|---|---|---|---|---|---|\n"
             n = split(media, m, " ")
             for (i = 1; i <= n; i++) {
-                if (cases ~ /a/ && (("a." m[i] ".prefetch.wall") in v)) {
-                    p = v["a." m[i] ".prefetch.wall"]; q = v["a." m[i] ".dgst.wall"]; r = p / q
+                if (cases ~ /a/ && (("reuse.a." m[i] ".prefetch.wall") in v)) {
+                    p = v["reuse.a." m[i] ".prefetch.wall"]; q = v["reuse.a." m[i] ".dgst.wall"]; r = p / q
                     printf "| 512 MiB in another feed | %s | %.3f s | openssl dgst -sha256 | %.3f s | %.2f | ≤ 1.1 | %s |\n", m[i], p, q, r, r <= 1.1 ? "met" : "not met"
                 }
-                if (cases ~ /b/ && (("b." m[i] ".moved.wall") in v)) {
-                    p = v["b." m[i] ".moved.wall"]; q = v["b." m[i] ".fetch.wall"]; r = p / q
+                if (cases ~ /b/ && (("reuse.b." m[i] ".moved.wall") in v)) {
+                    p = v["reuse.b." m[i] ".moved.wall"]; q = v["reuse.b." m[i] ".fetch.wall"]; r = p / q
                     printf "| 2,000 × 16 KiB moved | %s | %.3f s | its own fetch | %.3f s | %.2f | ≤ 0.5 | %s |\n", m[i], p, q, r, r <= 0.5 ? "met" : "not met"
                 }
             }

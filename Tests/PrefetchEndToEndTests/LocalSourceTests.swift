@@ -252,6 +252,28 @@ import PrefetchCore
         #expect(cache["used"] as? Int == 300_000, "one inode, counted once: \(cache)")
     }
 
+    /// Replacing a copy another path links frees nothing: the new version is admitted at its
+    /// whole size, and waits when the cap cannot hold it beside the linked file.
+    @Test func replacingALinkedCopyFreesNothing() throws {
+        let s = try FaultHarness()
+        let a = Self.bytes(300_000, 14), b = Self.bytes(300_000, 15), sha = FaultTests.sha(a)
+        s.origin.serve("/a.bin", OriginResource(a, etag: "\"a\""))
+        s.origin.serve("/b.bin", OriginResource(b, etag: "\"b\""))
+        let config = try s.dir.write("config.yaml", "max_cache_size: 500000\n")
+        for feed in ["one", "two"] {
+            try s.feed("resources:\n" + Self.entry("a.bin", url: "/a.bin", sha256: sha, more: "    size: 300000\n"), name: feed)
+        }
+        #expect(try s.run(config: config).status == 0)
+        #expect(Self.inode(s, "one/a.bin") == Self.inode(s, "two/a.bin"))
+        // two's a.bin becomes b's content: one still links the old file, so nothing is freed.
+        try s.feed("resources:\n" + Self.entry("a.bin", url: "/b.bin", sha256: FaultTests.sha(b), more: "    size: 300000\n"), name: "two")
+        let plan = try s.run(["plan", "--json"], config: config)
+        let row = try #require(plan.events.first { $0["feed"] as? String == "two" && $0["path"] as? String == "a.bin" })
+        #expect(row["state"] as? String == "deferred" && row["reason"] as? String == "cache full (max_cache_size)", "\(row)")
+        #expect(try s.run(config: config).status == 0)
+        #expect(s.origin.requests(to: "/b.bin").isEmpty && s.digest("two/a.bin") == sha, "it waits: the cap holds")
+    }
+
     /// A file chosen as a local source is not removed to make room in that pass, though a
     /// manifest dropped it; the work the cap then cannot admit waits.
     @Test func aSourceIsNotRemovedToMakeRoom() throws {
