@@ -115,6 +115,24 @@ import Testing
         }
     }
 
+    /// SPEC §9: an unlisted file's placement for the cap is when its record was made, not its
+    /// mtime (a hard link keeps its source's): the file recorded later goes later, though its
+    /// mtime is the older one.
+    @Test func aLinkedFilesPlacementIsItsRecords() throws {
+        let (feed, _) = FeedDecoder(config: Config()).decode(Array("name: t\nresources:\n  - url: https://e.com/new.bin\n    size: 100\n".utf8),
+                                                             file: "t.yaml")
+        var state = StateSnapshot()
+        var linked = ResourceState(urlHash: "h")
+        linked.placedAt = Instant(seconds: 500)  // recorded at 500; its mtime (the source's) is 100
+        linked.length = 100
+        state.resources[ResourceKey(feed: "x", path: "linked")] = linked
+        let rooms = [CacheUsage.Room(feed: "x", kind: .file(path: "linked"), bytes: 100, placed: Instant(seconds: 100)),
+                     CacheUsage.Room(feed: "x", kind: .file(path: "plain"), bytes: 100, placed: Instant(seconds: 200))]
+        let plan = Planner.plan(PlanInput(feeds: [try #require(feed)], state: state, conditions: ConditionSnapshot(freeBytes: 1 << 50, freeSource: "test"),
+                                          now: Instant(seconds: 2_000_000_000), maxCacheSize: 250, cacheUsage: CacheUsage(used: 200, candidates: rooms)))
+        #expect(plan.cache?.removals.map(\.label) == ["x/plain"], "\(plan.cache?.removals.map(\.label) ?? [])")
+    }
+
     /// SPEC's own cases, by hand: a smaller one fits after a larger one is skipped; room is
     /// made from the oldest; nothing goes when even all the room would not do.
     @Test func theRuleBySpecExamples() {

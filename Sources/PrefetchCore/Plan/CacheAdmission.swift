@@ -34,6 +34,14 @@ enum CacheAdmission {
             case .file: !sources.contains(room.label)
             case .generation: !sourceFeeds.contains(room.feed)  // it may hold an older generation's source
             }
+        }.map { room in
+            // A file's placement is when its record was made: a linked copy keeps its source's mtime (SPEC §9).
+            guard case .file(let path) = room.kind, let placed = input.state.resources[ResourceKey(feed: room.feed, path: path)]?.placedAt else {
+                return room
+            }
+            var recorded = room
+            recorded.placed = placed
+            return recorded
         }
         let decision = CacheBudget.decide(cap: cap, used: usage.used, requests: requests, candidates: candidates.map { CacheBudget.Candidate(bytes: $0.bytes, placed: $0.placed) })
         for (verdict, row) in zip(decision.verdicts, rows) where verdict != .admitted {

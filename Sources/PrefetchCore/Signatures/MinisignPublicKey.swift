@@ -26,6 +26,9 @@ public struct MinisignPublicKey: Sendable, Equatable {
         guard let bytes = Base64.decode(utf8) else {
             throw ValueError("a minisign public key is base64 (A-Z, a-z, 0-9, '+', '/'), found another character or bad padding")
         }
+        guard bytes.count == 42 else {  // 56 characters with padding are fewer bytes
+            throw ValueError("a minisign public key is 42 bytes (the algorithm, the key id and the key), found \(bytes.count)")
+        }
         guard bytes[0] == UInt8(ascii: "E"), bytes[1] == UInt8(ascii: "d") else {
             throw ValueError("not a minisign public key: it does not begin with the algorithm Ed (base64 'RW')")
         }
