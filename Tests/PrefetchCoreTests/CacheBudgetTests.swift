@@ -128,8 +128,10 @@ import Testing
         state.resources[ResourceKey(feed: "x", path: "linked")] = linked
         let rooms = [CacheUsage.Room(feed: "x", kind: .file(path: "linked"), bytes: 100, placed: Instant(seconds: 100)),
                      CacheUsage.Room(feed: "x", kind: .file(path: "plain"), bytes: 100, placed: Instant(seconds: 200))]
+        var usage = CacheUsage(used: 200, candidates: rooms)
+        usage.linked = [ResourceKey(feed: "x", path: "linked")]  // another path holds its inode
         let plan = Planner.plan(PlanInput(feeds: [try #require(feed)], state: state, conditions: ConditionSnapshot(freeBytes: 1 << 50, freeSource: "test"),
-                                          now: Instant(seconds: 2_000_000_000), maxCacheSize: 250, cacheUsage: CacheUsage(used: 200, candidates: rooms)))
+                                          now: Instant(seconds: 2_000_000_000), maxCacheSize: 250, cacheUsage: usage))
         #expect(plan.cache?.removals.map(\.label) == ["x/plain"], "\(plan.cache?.removals.map(\.label) ?? [])")
     }
 

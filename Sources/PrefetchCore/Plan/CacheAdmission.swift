@@ -35,8 +35,10 @@ enum CacheAdmission {
             case .generation: !sourceFeeds.contains(room.feed)  // it may hold an older generation's source
             }
         }.map { room in
-            // A file's placement is when its record was made: a linked copy keeps its source's mtime (SPEC §9).
-            guard case .file(let path) = room.kind, let placed = input.state.resources[ResourceKey(feed: room.feed, path: path)]?.placedAt else {
+            // A linked file's placement is when its record was made: it keeps its source's mtime (SPEC §9).
+            // Any other's is its mtime, stamped at placement.
+            guard case .file(let path) = room.kind, case let key = ResourceKey(feed: room.feed, path: path), usage.linked.contains(key),
+                  let placed = input.state.resources[key]?.placedAt else {
                 return room
             }
             var recorded = room
