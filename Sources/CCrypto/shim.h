@@ -9,6 +9,7 @@
 #include <openssl/evp.h>
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
+#include <openssl/provider.h>
 
 /* Incremental SHA-256 on a caller-owned context, without EVP. */
 static inline void prefetch_sha256_init(SHA256_CTX *context) { SHA256_Init(context); }

@@ -21,7 +21,7 @@ import Testing
 /// comments and string literals left out.
 @Suite struct ArchitectureTests {
     static let layers: [[String]] = [
-        ["Values", "System"], ["YAML"], ["Signatures"], ["Config"], ["Manifest", "State"], ["Cache", "Schedule", "Conditions"],
+        ["Values", "System"], ["YAML"], ["Signatures", "Delta"], ["Config"], ["Manifest", "State"], ["Cache", "Schedule", "Conditions"],
         ["Plan"], ["Transfer"], ["Output"], ["Run"], ["Commands"],
     ]
     static let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
