@@ -12,7 +12,7 @@ import PackageDescription
 let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
 let rootIdentity = root.lastPathComponent.lowercased()
 
-let fuzzTargets = ["fuzz-manifest", "fuzz-config", "fuzz-cron", "fuzz-values", "fuzz-response", "fuzz-minisig"]
+let fuzzTargets = ["fuzz-manifest", "fuzz-config", "fuzz-cron", "fuzz-values", "fuzz-response", "fuzz-minisig", "fuzz-zsync"]
 
 let package = Package(
     name: "prefetch-fuzz",

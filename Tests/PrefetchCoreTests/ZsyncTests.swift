@@ -260,3 +260,84 @@ func FaultTests_bytes(_ count: Int, seed: UInt64) -> [UInt8] {
     var random = SplitMix64(seed: seed)
     return (0..<count).map { _ in UInt8(truncatingIfNeeded: random.next()) }
 }
+
+/// The `multipart/byteranges` reader (SPEC §9 step 3): what RFC 9110 lets a server send —
+/// parts in any order, coalesced or overlapping — read in any chunking, and what it does not
+/// refused with a phrase.
+@Suite struct ByteRangesReaderTests {
+    static func body(_ parts: [(first: Int, last: Int)], of file: [UInt8], boundary: String = "3d6b6a416f9b5", crlf: Bool = true,
+                     extra: String = "") -> [UInt8] {
+        let end = crlf ? "\r\n" : "\n"
+        var out = Array("preamble, ignored\(end)".utf8)
+        for part in parts {
+            out += Array("--\(boundary)\(end)Content-Type: application/octet-stream\(end)Content-Range: bytes \(part.first)-\(part.last)/\(file.count)\(end)\(extra)\(end)".utf8)
+            out += file[part.first...part.last]
+            out += Array(end.utf8)
+        }
+        out += Array("--\(boundary)--\(end)epilogue".utf8)
+        return out
+    }
+
+    /// The file's bytes the events give, by offset, and the parts announced.
+    static func read(_ body: [UInt8], chunk: Int, boundary: String = "3d6b6a416f9b5") throws(ByteRangesReader.Malformed) -> (parts: [ClosedRange<UInt64>], data: [UInt64: UInt8], ended: Bool) {
+        var reader = ByteRangesReader(boundary: boundary)
+        var parts: [ClosedRange<UInt64>] = [], data: [UInt64: UInt8] = [:], ended = false
+        for start in stride(from: 0, to: body.count, by: chunk) {
+            for event in try reader.read(body[start..<min(body.count, start + chunk)]) {
+                switch event {
+                case .part(let first, let last, _): parts.append(first...last)
+                case .data(let offset, let bytes): for (i, byte) in bytes.enumerated() { data[offset + UInt64(i)] = byte }
+                case .end: ended = true
+                }
+            }
+        }
+        try reader.finish()
+        return (parts, data, ended)
+    }
+
+    @Test func partsInAnyOrderCoalescedOrOverlappingInAnyChunking() throws {
+        var random = SplitMix64(seed: ZsyncTests.seed)
+        let file = FaultTests_bytes(5_000, seed: 9)
+        for index in 0..<200 {
+            let count = Int(random.next() % 6) + 1
+            let parts = (0..<count).map { _ -> (first: Int, last: Int) in
+                let first = Int(random.next() % 5_000)
+                return (first, min(4_999, first + Int(random.next() % 700)))
+            }
+            let body = Self.body(parts, of: file, crlf: random.next() % 4 != 0)
+            let chunk = [1, 2, 7, 64, 1_000, body.count][Int(random.next() % 6)]
+            let (announced, data, ended) = try Self.read(body, chunk: chunk)
+            let label = "seed \(ZsyncTests.seed) (PREFETCH_TEST_SEED), body \(index), chunk \(chunk)"
+            #expect(ended && announced == parts.map { UInt64($0.first)...UInt64($0.last) }, "\(label)")
+            for (offset, byte) in data where file[Int(offset)] != byte { Issue.record("\(label): byte \(offset)"); return }
+            #expect(data.count == Set(parts.flatMap { $0.first...$0.last }).count, "\(label)")
+        }
+    }
+
+    @Test func whatRFC9110DoesNotAllowIsRefused() throws {
+        let file = (0..<1_000).map { UInt8(ascii: "a") + UInt8($0 % 26) }  // text, so that the cases below are edits of the body's own bytes
+        let good = String(decoding: Self.body([(0, 99), (500, 599)], of: file), as: UTF8.self)
+        let cases: [([UInt8], String)] = [
+            (Array(good.replacingOccurrences(of: "Content-Range: bytes 0-99/1000\r\n", with: "").utf8), "without Content-Range"),
+            (Array(good.replacingOccurrences(of: "bytes 0-99/1000", with: "bytes 99-0/1000").utf8), "not 'bytes FIRST-LAST/LENGTH'"),
+            (Array(good.replacingOccurrences(of: "bytes 0-99/1000", with: "bytes 0-99/*").utf8), "not 'bytes FIRST-LAST/LENGTH'"),
+            (Array(good.replacingOccurrences(of: "bytes 0-99/1000", with: "bytes 0-98/1000").utf8), "longer than its Content-Range"),
+            (Array(good.replacingOccurrences(of: "Content-Range: bytes 0-99/1000\r\n", with: "Content-Range: bytes 0-99/1000\r\nContent-Range: bytes 0-99/1000\r\n").utf8), "two Content-Range"),
+            (Array(good.utf8.prefix(300)), "before its closing boundary"),
+            (Array(good.replacingOccurrences(of: "Content-Type: application/octet-stream\r\n", with: "X: " + String(repeating: "a", count: 9_000) + "\r\n").utf8), "8 KiB"),
+            (Array("--3d6b6a416f9b5--\r\n".utf8), "no part"),
+        ]
+        for (body, phrase) in cases {
+            #expect(throws: ByteRangesReader.Malformed.self, "\(phrase)") { _ = try Self.read(body, chunk: 13) }
+            do { _ = try Self.read(body, chunk: 13) } catch { #expect(error.detail.contains(phrase), "\(error.detail) (wanted '\(phrase)')") }
+        }
+    }
+
+    @Test func theBoundaryComesFromTheContentType() {
+        #expect(ByteRangesReader.boundary(contentType: "multipart/byteranges; boundary=3d6b6a416f9b5") == "3d6b6a416f9b5")
+        #expect(ByteRangesReader.boundary(contentType: "Multipart/ByteRanges;boundary=\"a b:c\"") == "a b:c")
+        #expect(ByteRangesReader.boundary(contentType: "multipart/mixed; boundary=x") == nil)
+        #expect(ByteRangesReader.boundary(contentType: "multipart/byteranges") == nil)
+        #expect(ByteRangesReader.boundary(contentType: "multipart/byteranges; boundary=" + String(repeating: "x", count: 71)) == nil)
+    }
+}
