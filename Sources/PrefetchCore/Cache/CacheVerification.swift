@@ -34,23 +34,9 @@ extension CacheFolder {
             inode = LinkedInode(info)
             if let known = linked[inode!] { return .success(known) }
         }
-        let hasher = SHA256()
-        while true {
-            let read = buffer.withUnsafeMutableBytes { buffer in
-                file.read(into: buffer).map { count in
-                    hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-                    return count
-                }
-            }
-            switch read {
-            case .failure(let error): return .failure(error)
-            case .success(0):
-                let hex = SHA256.hex(hasher.finish())
-                if let inode { linked[inode] = hex }
-                return .success(hex)
-            case .success: between()
-            }
-        }
+        let hashed = Self.hashRest(file, buffer: &buffer, between: between)
+        if case .success(let hex) = hashed, let inode { linked[inode] = hex }
+        return hashed
     }
 
     /// Removes the final file `feed/path` (in its folder, by descriptor). While a release is

@@ -128,6 +128,12 @@ extension CacheFolder {
         case .failure(let error): return .failure(error)
         }
         if case .failure(let error) = file.seek(to: 0) { return .failure(error) }
+        return hashRest(file, buffer: &buffer).map { ($0, FileIdentity(info)) }
+    }
+
+    /// The SHA-256 of an open file from its offset to its end, read one `buffer` at a time;
+    /// `between` is called after each (the daemon's watchdog).
+    static func hashRest(_ file: FileDescriptor, buffer: inout [UInt8], between: () -> Void = {}) -> Result<String, Errno> {
         let hasher = SHA256()
         while true {
             let read = buffer.withUnsafeMutableBytes { buffer in
@@ -138,8 +144,8 @@ extension CacheFolder {
             }
             switch read {
             case .failure(let error): return .failure(error)
-            case .success(0): return .success((SHA256.hex(hasher.finish()), FileIdentity(info)))
-            case .success: continue
+            case .success(0): return .success(SHA256.hex(hasher.finish()))
+            case .success: between()
             }
         }
     }

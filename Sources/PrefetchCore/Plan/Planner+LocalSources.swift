@@ -5,20 +5,7 @@ extension Planner {
     /// window (and its jitter), not the conditions, the metered budget or an origin's hold;
     /// due with the reason `in cache (FEED/PATH)` and nothing to fetch.
     static func planFromCache(_ item: inout PlanItem, _ resource: Resource, source: String, in context: FeedContext) {
-        let now = context.now, gate = context.gate
-        if let notBefore = resource.notBefore, notBefore > now {
-            item.status = .deferred
-            item.reason = embargoReason
-            item.next = context.timing.opportunity(atOrAfter: max(now, gate ?? now, notBefore))
-        } else if context.open == nil {
-            item.status = .deferred
-            item.reason = context.closedReason
-            item.next = context.nextOpportunity
-        } else if let gate, gate > now {
-            item.status = .deferred
-            item.reason = jitterReason
-            item.next = context.nextOpportunity
-        } else {
+        if !deferred(&item, resource, in: context) {
             item.status = .due
             item.reason = localSourcePrefix + source + ")"
             item.remaining = 0

@@ -286,21 +286,9 @@ public enum Planner {
     /// the metered budget) or due, with the window it is due in.
     private static func planWork(_ item: inout PlanItem, _ resource: Resource, state: ResourceState?, resuming: Bool, dueReason: String,
                                  in context: FeedContext) {
-        let now = context.now, timing = context.timing, gate = context.gate
-        // deferred: embargo, window, jitter
-        let earliest = max(now, gate ?? now, resource.notBefore ?? now)
-        if let notBefore = resource.notBefore, notBefore > now {
-            item.status = .deferred
-            item.reason = embargoReason
-            item.next = timing.opportunity(atOrAfter: earliest)
-        } else if context.open == nil {
-            item.status = .deferred
-            item.reason = context.closedReason
-            item.next = context.nextOpportunity
-        } else if let gate, gate > now {
-            item.status = .deferred
-            item.reason = jitterReason
-            item.next = context.nextOpportunity
+        let timing = context.timing
+        if deferred(&item, resource, in: context) {
+            return
         } else if let block = context.blocked.first(where: { !$0.ok }) {
             item.status = .waiting
             item.reason = block.reason
@@ -320,6 +308,28 @@ public enum Planner {
                 item.resumable = false
             }
         }
+    }
+
+    /// deferred by the embargo (`not_before`), the window or its jitter, with when it may be
+    /// due; false when none holds it back (the rest of the work's rules then apply).
+    static func deferred(_ item: inout PlanItem, _ resource: Resource, in context: FeedContext) -> Bool {
+        let now = context.now, gate = context.gate
+        if let notBefore = resource.notBefore, notBefore > now {
+            item.status = .deferred
+            item.reason = embargoReason
+            item.next = context.timing.opportunity(atOrAfter: max(now, gate ?? now, notBefore))
+        } else if context.open == nil {
+            item.status = .deferred
+            item.reason = context.closedReason
+            item.next = context.nextOpportunity
+        } else if let gate, gate > now {
+            item.status = .deferred
+            item.reason = jitterReason
+            item.next = context.nextOpportunity
+        } else {
+            return false
+        }
+        return true
     }
 
     /// Whether the recorded copy is of another version of the entry: its URL changed in
