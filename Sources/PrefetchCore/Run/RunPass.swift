@@ -167,7 +167,8 @@ struct RunPass {
         input.measureCache(config.maxCacheSize, in: cache)
         input.localSource = LocalSourceLookup.make(state: state, cache: cache)
         input.pinnedCopyHolds = PinnedCopyCheck.make(state: state, cache: cache, recordingAt: clock())
-        return (Planner.plan(input), snapshot, cached)
+        // The pinned copies validated at a release are recorded one by one as the plan is made: in one transaction.
+        return (state.batched { Planner.plan(input) }, snapshot, cached)
     }
 
     /// One job for each of the plan's rows, in the order it gives. Made from the plan's

@@ -101,4 +101,12 @@ public final class StateStore {
     public func commit() throws(SQLiteError) { try db.commit() }
     /// Undoes what was written since `begin`.
     public func rollback() { db.rollback() }
+
+    /// `body` in one transaction (a savepoint inside an open one), so that its many small
+    /// writes take SQLite's locks and commit once; when none can be opened, `body` runs without.
+    func batched<T>(_ body: () -> T) -> T {
+        var result: T?
+        _ = try? db.transaction { () throws(SQLiteError) in result = body() }
+        return result ?? body()
+    }
 }
