@@ -139,12 +139,113 @@ import TestSupport
         }
     }
 
-    @Test func multiRangeGetsTheFullBody() throws {
+    // MARK: Multi-range
+
+    static let multipartType = "multipart/byteranges; boundary=00000000000000000001"
+
+    /// A multipart/byteranges body as nginx frames it, over `numbers`: for each part, the bytes
+    /// it carries and what its Content-Range says after `bytes `.
+    static func multipart(_ parts: [(bytes: ClosedRange<Int>, says: String)]) -> [UInt8] {
+        var body: [UInt8] = []
+        for part in parts {
+            body += Array(("\r\n--00000000000000000001\r\nContent-Type: application/octet-stream\r\n"
+                + "Content-Range: bytes \(part.says)\r\n\r\n").utf8)
+            body += numbers[part.bytes]
+        }
+        return body + Array("\r\n--00000000000000000001--\r\n".utf8)
+    }
+
+    @Test func multiRangeGetsMultipartByteranges() throws {
         let origin = try makeOrigin()
         let run = try curl(["-r", "0-1,5-6", origin.url("/file.bin")])
-        #expect(run.status == 200)
-        #expect(run.body == Self.numbers)
+        #expect(run.exitCode == 0)
+        #expect(run.status == 206)
+        #expect(run.header("Content-Type") == Self.multipartType)
         #expect(run.header("Content-Range") == nil)
+        #expect(run.header("ETag") == "\"v1\"")
+        #expect(run.header("Last-Modified") == Self.modified)
+        #expect(run.header("Accept-Ranges") == "bytes")
+        #expect(run.header("Content-Length") == String(run.body.count))
+        #expect(run.body == Self.multipart([(0...1, "0-1/100"), (5...6, "5-6/100")]))
+    }
+
+    @Test func multiRangeDropsUnsatisfiableRangesAndHonoursIfRange() throws {
+        let origin = try makeOrigin()
+        let one = try curl(["-r", "90-,500-600", origin.url("/file.bin")])
+        #expect(one.status == 206)
+        #expect(one.header("Content-Range") == "bytes 90-99/100")
+        #expect(one.body == Array(Self.numbers[90...]))
+        let none = try curl(["-r", "100-,500-600", origin.url("/file.bin")])
+        #expect(none.status == 416)
+        #expect(none.header("Content-Range") == "bytes */100")
+        let malformed = try curl(["-H", "Range: bytes=0-1,x-5", origin.url("/file.bin")])
+        #expect(malformed.status == 200 && malformed.body == Self.numbers)
+        let suffixFirst = try curl(["-H", "Range: bytes=-2, 0-0", origin.url("/file.bin")])
+        #expect(suffixFirst.status == 206)
+        #expect(suffixFirst.body == Self.multipart([(98...99, "98-99/100"), (0...0, "0-0/100")]))
+        let stale = try curl(["-r", "0-1,5-6", "-H", "If-Range: \"v0\"", origin.url("/file.bin")])
+        #expect(stale.status == 200 && stale.body == Self.numbers && stale.header("Content-Range") == nil)
+        let current = try curl(["-r", "0-1,5-6", "-H", "If-Range: \"v1\"", origin.url("/file.bin")])
+        #expect(current.status == 206 && current.header("Content-Type") == Self.multipartType)
+    }
+
+    @Test func multiRangeFaultsReshapeTheParts() throws {
+        let origin = try makeOrigin()
+        func multi(_ fault: OriginFault, _ ranges: String) throws -> CurlRun {
+            origin.inject("/file.bin", [fault])
+            let run = try curl(["-r", ranges, origin.url("/file.bin")])
+            #expect(run.exitCode == 0)
+            #expect(run.status == 206)
+            #expect(run.header("Content-Type") == Self.multipartType)
+            #expect(run.header("Content-Range") == nil)
+            #expect(run.header("Content-Length") == String(run.body.count))
+            return run
+        }
+        #expect(try multi(.partsReversed, "0-1,5-6").body == Self.multipart([(5...6, "5-6/100"), (0...1, "0-1/100")]))
+        #expect(try multi(.partsCoalesced, "0-1,5-6,90-99").body
+            == Self.multipart([(0...6, "0-6/100"), (90...99, "90-99/100")]))
+        #expect(try multi(.partsOverlapping, "0-1,5-6,50-59").body
+            == Self.multipart([(0...1, "0-1/100"), (0...6, "0-6/100"), (40...59, "40-59/100")]))
+        #expect(try multi(.partNotAskedFor, "20-29,50-59").body
+            == Self.multipart([(0...9, "0-9/100"), (20...29, "20-29/100"), (50...59, "50-59/100")]))
+        #expect(try multi(.partNotAskedFor, "5-6,50-59").body
+            == Self.multipart([(90...99, "90-99/100"), (5...6, "5-6/100"), (50...59, "50-59/100")]))
+        #expect(try multi(.partCutShort, "0-9,50-59").body == Self.multipart([(0...9, "0-9/100"), (50...54, "50-59/100")]))
+        #expect(try multi(.rangeCompleteLength(1000), "0-1,5-6").body
+            == Self.multipart([(0...1, "0-1/1000"), (5...6, "5-6/1000")]))
+        let retagged = try multi(.rangeETag("\"other\""), "0-1,5-6")
+        #expect(retagged.header("ETag") == "\"other\"")
+        #expect(retagged.body == Self.multipart([(0...1, "0-1/100"), (5...6, "5-6/100")]))
+        #expect(origin.pendingFaults("/file.bin") == 0)
+    }
+
+    @Test func multiRangeFaultsOnSingleRangesAndWholeAnswers() throws {
+        let origin = try makeOrigin()
+        origin.inject("/file.bin", [.wholeForMulti, .wholeForMulti, .onlyFirstRange,
+                                    .rangeETag("\"other\""), .rangeETag("\"other\""),
+                                    .rangeCompleteLength(1000), .partCutShort])
+        let whole = try curl(["-r", "0-1,5-6", origin.url("/file.bin")])
+        #expect(whole.status == 200 && whole.body == Self.numbers && whole.header("Content-Range") == nil)
+        let single = try curl(["-r", "90-", origin.url("/file.bin")])
+        #expect(single.status == 206 && single.header("Content-Range") == "bytes 90-99/100")
+        let first = try curl(["-r", "5-6,0-1", origin.url("/file.bin")])
+        #expect(first.status == 206)
+        #expect(first.header("Content-Type") == "application/octet-stream")
+        #expect(first.header("Content-Range") == "bytes 5-6/100")
+        #expect(first.body == Array(Self.numbers[5...6]))
+        let retagged = try curl(["-r", "90-", origin.url("/file.bin")])
+        #expect(retagged.status == 206 && retagged.header("ETag") == "\"other\"")
+        let unranged = try curl([origin.url("/file.bin")])
+        #expect(unranged.status == 200 && unranged.header("ETag") == "\"v1\"")
+        let longer = try curl(["-r", "90-", origin.url("/file.bin")])
+        #expect(longer.header("Content-Range") == "bytes 90-99/1000")
+        #expect(longer.body == Array(Self.numbers[90...]))
+        let short = try curl(["-r", "90-", origin.url("/file.bin")])
+        #expect(short.status == 206)
+        #expect(short.header("Content-Range") == "bytes 90-99/100")
+        #expect(short.header("Content-Length") == "5")
+        #expect(short.body == Array(Self.numbers[90..<95]))
+        #expect(origin.pendingFaults("/file.bin") == 0)
     }
 
     // MARK: If-Range

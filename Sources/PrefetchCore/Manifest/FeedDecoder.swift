@@ -4,7 +4,7 @@ import Foundation
 public struct FeedDecoder {
     /// Top-level keys of a feed manifest, in the order docs/manifests.md documents them.
     public static let feedKeys = ["name", "schedule", "timezone", "window", "days", "jitter", "conditions",
-                                  "refresh", "retry", "limits", "prune", "consistency", "encoding", "resources"]
+                                  "refresh", "retry", "limits", "prune", "consistency", "encoding", "zsync", "resources"]
     static let conditionKeys = ["network", "power", "min_battery", "min_free_space", "metered_budget"]
     static let retryKeys = ["attempts", "backoff", "max_backoff"]
     static let limitKeys = ["concurrency", "max_rate", "connect_timeout", "stall_timeout", "max_redirects",
@@ -17,6 +17,7 @@ public struct FeedDecoder {
     static let scalars = ScalarLimits(value: .value, key: .key, rules: [
         .init([.key("resources"), .item, .key("url")], InputLimits.url),
         .init([.key("resources"), .item, .key("mirrors"), .item], InputLimits.url),
+        .init([.key("resources"), .item, .key("zsync")], InputLimits.url),
         .init([.key("resources"), .item, .key("path")], InputLimits.path),
         .init([.key("resources"), .item, .key("headers"), .anyKey], InputLimits.headerValue),
     ])
@@ -261,6 +262,11 @@ public struct FeedDecoder {
         if let node = entries["encoding"]?.value, let encoding = reader.encoding(node) {
             streamed.inheritEncoding(encoding, into: &resources)
         }
+        // zsync (SPEC §9): the same, after `encoding`, which may rule a delta out.
+        let zsyncNode = entries["zsync"]?.value
+        var noHosts: StringInterner? = nil
+        let zsync = zsyncNode.flatMap { reader.zsync($0, hosts: &noHosts, urlAllowed: false) }
+        streamed.inheritZsync(zsync, at: zsyncNode?.location, into: &resources, reader: &reader)
         return resources
     }
 

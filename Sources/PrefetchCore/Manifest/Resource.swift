@@ -13,6 +13,7 @@ public struct Resource: Sendable {
         var headers: [HeaderField] = []
         var maxSize: UInt64? = nil
         var notBefore: Instant? = nil
+        var zsync: ZsyncSetting = .none
 
         static let absent = Rare()
     }
@@ -105,6 +106,15 @@ public struct Resource: Sendable {
         get { rare.notBefore }
         set { rare.notBefore = newValue }
     }
+
+    /// Its effective `zsync` (SPEC §9): its own, else its feed's, else `none`.
+    public var zsync: ZsyncSetting {
+        get { rare.zsync }
+        set { rare.zsync = newValue }
+    }
+    /// Whether a delta may be tried for it: a control file, and an effective `encoding` of
+    /// `refuse` (with `keep` or `decode` the bytes on the wire are not the file's: a warning).
+    var triesDelta: Bool { rare.zsync != .none && encoding == .refuse }
 
     /// Where the resource's entry starts in the manifest.
     public var location: SourceLocation {

@@ -4,7 +4,7 @@ final class ResourceDecoder {
     /// A resource's keys, in the order docs/manifests.md documents them: the one table both
     /// ways of reading a resource go by (a new key is a case here and its lines in `decode`).
     enum Field: Int, CaseIterable {
-        case url, path, sha256, size, maxSize, notBefore, expires, priority, headers, encoding, mirrors
+        case url, path, sha256, size, maxSize, notBefore, expires, priority, headers, encoding, mirrors, zsync
 
         /// The key as a manifest writes it.
         var key: String {
@@ -20,6 +20,7 @@ final class ResourceDecoder {
             case .headers: return "headers"
             case .encoding: return "encoding"
             case .mirrors: return "mirrors"
+            case .zsync: return "zsync"
             }
         }
     }
@@ -47,6 +48,8 @@ final class ResourceDecoder {
     /// Resources (indices into `decoded`) that give their own `encoding`: the feed's does not
     /// replace theirs (`inheritEncoding`). Usually none.
     private var ownEncoding: Set<Int> = []
+    /// Resources that give their own `zsync`, and where: the feed's does not replace theirs.
+    private var ownZsync: [Int: SourceLocation] = [:]
     /// How many errors its entries had so far.
     var errorCount: Int { reader.errorCount }
 
@@ -109,7 +112,7 @@ final class ResourceDecoder {
         let urlEntry = fields.take(.url), pathEntry = fields.take(.path), shaEntry = fields.take(.sha256), sizeEntry = fields.take(.size)
         let maxSizeEntry = fields.take(.maxSize), notBeforeEntry = fields.take(.notBefore), expiresEntry = fields.take(.expires)
         let priorityEntry = fields.take(.priority), headersEntry = fields.take(.headers), encodingEntry = fields.take(.encoding)
-        let mirrorsEntry = fields.take(.mirrors)
+        let mirrorsEntry = fields.take(.mirrors), zsyncEntry = fields.take(.zsync)
         guard let urlNode = urlEntry else {
             reader.error("a resource needs a 'url'", at: entry)
             return
@@ -166,6 +169,7 @@ final class ResourceDecoder {
         let headers = headersEntry.map { reader.headers($0) } ?? []
         let encoding = encodingEntry.flatMap { reader.encoding($0) }
         let mirrors = mirrorsEntry.flatMap { self.mirrors($0, url: url) }
+        let zsync = zsyncEntry.flatMap { reader.zsync($0, hosts: &hosts, urlAllowed: true) }
 
         guard let url, let path, claim(path, at: pathNode.location, entry: entry) else { return }
         // Instants are set now; only a bare date (which waits for the feed's zone) or an entry
@@ -185,9 +189,12 @@ final class ResourceDecoder {
             }
         }
         if encoding != nil { ownEncoding.insert(decoded.count) }
-        decoded.append(Resource(url: url, path: path, digest: sha256, size: size?.bytes, maxSize: maxSize?.bytes,
+        if zsync != nil, let node = zsyncEntry { ownZsync[decoded.count] = node.location }
+        var resource = Resource(url: url, path: path, digest: sha256, size: size?.bytes, maxSize: maxSize?.bytes,
                                 notBefore: instants.notBefore, expires: instants.expires, priority: priority, headers: headers,
-                                location: entry, encoding: encoding ?? .refuse, mirrors: mirrors))
+                                location: entry, encoding: encoding ?? .refuse, mirrors: mirrors)
+        if let zsync { resource.zsync = zsync }
+        decoded.append(resource)
     }
 
     /// A resource's `mirrors` (SPEC §8): a list of URLs, each checked as `url` is. One that
@@ -215,6 +222,20 @@ final class ResourceDecoder {
     func inheritEncoding(_ encoding: EncodingMode, into resources: inout [Resource]) {
         guard encoding != .refuse else { return }  // every resource starts as refuse
         for index in resources.indices where !ownEncoding.contains(index) { resources[index].encoding = encoding }
+    }
+
+    /// SPEC §9: the feed's `zsync` (`auto` or `none`, given at `location`) for every resource
+    /// that does not give its own; then a warning for each resource whose delta its effective
+    /// `encoding` rules out (`keep`, `decode`: the bytes on the wire are not the file's).
+    func inheritZsync(_ zsync: ZsyncSetting?, at location: SourceLocation?, into resources: inout [Resource], reader: inout NodeReader) {
+        if let zsync, zsync != .none {
+            for index in resources.indices where ownZsync[index] == nil { resources[index].zsync = zsync }
+        }
+        for index in resources.indices where resources[index].zsync != .none && resources[index].encoding != .refuse {
+            let at = ownZsync[index] ?? location ?? resources[index].location
+            reader.warning("zsync with encoding \(resources[index].encoding.rawValue): the bytes on the wire are not the file's, so no delta is tried",
+                           at: at)
+        }
     }
 
     /// The resources, with bare dates resolved in the feed's zone; merges diagnostics into `into`.
@@ -291,5 +312,22 @@ extension NodeReader {
             return nil
         }
         return choice(node, what: "encoding", EncodingMode.choices)
+    }
+
+    /// A `zsync` value (SPEC §9): `auto`, `none` or an http(s) URL of the control file
+    /// (`urlAllowed`: a resource's; a feed's may not name one file's control file).
+    mutating func zsync(_ node: YAMLNode, hosts: inout StringInterner?, urlAllowed: Bool) -> ZsyncSetting? {
+        value(node, what: "zsync", limit: InputLimits.url) { (text) throws(ValueError) -> ZsyncSetting in
+            switch text {
+            case "auto": return .auto
+            case "none": return ZsyncSetting.none
+            default:
+                guard text.contains("://") else { throw ValueError("zsync must be auto, none or the control file's URL, found '\(text)'") }
+                guard urlAllowed else {
+                    throw ValueError("zsync at feed level must be auto or none: a control file's URL belongs to one resource")
+                }
+                return .url(try ResourceURL.parse(text, hosts: &hosts))
+            }
+        }
     }
 }

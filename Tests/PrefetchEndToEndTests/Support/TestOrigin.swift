@@ -2,7 +2,8 @@ import Foundation
 import Glibc
 
 // A fault-injecting HTTP/1.1 origin for end-to-end tests: real sockets on 127.0.0.1, one thread per
-// connection, behaving like nginx (RFC 9110 §13 conditionals, §14 ranges) unless a fault is queued.
+// connection, behaving like nginx (RFC 9110 §13 conditionals, §14 ranges, `multipart/byteranges` for
+// two or more ranges: TestOrigin+Multipart.swift) unless a fault is queued.
 //
 // Lookup rules: a request target is first matched exactly (query included) against `serve`d paths
 // and `inject`ed queues; when nothing is registered for the full target, its path without the query
@@ -113,6 +114,26 @@ enum OriginFault: Sendable {
     /// A 302 to this path with a query twice as long as the request's (at least 512 bytes):
     /// each hop's Location is longer than the last.
     case longerRedirect
+
+    // Multi-range answers (SPEC §9 deltas): a multi-range request has 2+ satisfiable ranges (TestOrigin+Multipart.swift).
+    /// Multi-range: the parts in the reverse of the order asked.
+    case partsReversed
+    /// Multi-range: a range starting at most 80 bytes after the part before it ends (adjacent, overlapping) merged into it.
+    case partsCoalesced
+    /// Multi-range: every part but the first starts 10 bytes before its range (not before 0), so parts overlap.
+    case partsOverlapping
+    /// Multi-range: an extra first part of bytes 0-9, or of the last 10 bytes when an asked range touches bytes 0-9.
+    case partNotAskedFor
+    /// Single or multi-range: the last part's data 5 bytes shorter than its Content-Range says (Content-Length true).
+    case partCutShort
+    /// Single or multi-range: the 206 says `ETag: VALUE` instead of the resource's (conditionals still use the resource's).
+    case rangeETag(String)
+    /// Single or multi-range: every Content-Range of the 206 says this complete length after the `/`.
+    case rangeCompleteLength(Int)
+    /// Multi-range: 200 with the whole body, as some CDNs answer (a single range is still honoured).
+    case wholeForMulti
+    /// Multi-range: a plain 206 (Content-Range header, no multipart) for the first range only, as lighttpd answers.
+    case onlyFirstRange
 }
 
 /// A request as the origin received it.
@@ -659,7 +680,7 @@ private final class OriginConnection {
         }
 
         // Ranges (§14.2): a false If-Range means the Range is ignored.
-        var selected: ClosedRange<Int>?
+        var shape = MultipartAnswer.Shape.whole
         var ignoreRange = false
         if case .ignoreRange = fault { ignoreRange = true }
         if resource.acceptRangesNone { ignoreRange = true }
@@ -668,11 +689,11 @@ private final class OriginConnection {
         let youngDate = publishedAt.map { now - $0 < 60 } == true && ifRange.map { !$0.hasPrefix("\"") && !$0.hasPrefix("W/") } == true
         if !ignoreRange, !youngDate, let rangeHeader = request.header("range"),
            HTTPValidators.ifRangeHolds(ifRange, etag: etag, lastModified: lastModified) {
-            switch HTTPValidators.parseRange(rangeHeader, length: total) {
+            switch HTTPValidators.parseRanges(rangeHeader, length: total) {
             case .ignore:
                 break
-            case .satisfiable(let range):
-                selected = range
+            case .satisfiable(let ranges):    // 2+: multipart/byteranges, as nginx (TestOrigin+Multipart.swift)
+                shape = MultipartAnswer.shape(for: ranges, length: total, fault: fault)
             case .unsatisfiable:
                 let body = "<html>\r\n<head><title>416 Requested Range Not Satisfiable</title></head>\r\n<body>\r\n"
                     + "<center><h1>416 Requested Range Not Satisfiable</h1></center>\r\n</body>\r\n</html>\r\n"
@@ -681,8 +702,9 @@ private final class OriginConnection {
             }
         }
 
-        let body: ArraySlice<UInt8> = selected.map { resource.body[$0] } ?? resource.body[...]
-        var headers: [(String, String)] = [("Content-Type", resource.contentType)]
+        let content = MultipartAnswer.content(shape, of: resource.body, contentType: resource.contentType, fault: fault)
+        let body = content.body
+        var headers: [(String, String)] = [("Content-Type", content.contentType)]
         var chunked = false
         switch fault {
         case .chunkedNoLength:
@@ -696,15 +718,20 @@ private final class OriginConnection {
         var coding = resource.contentEncoding
         if case .contentEncoding(let value) = fault { coding = value }
         if let coding { headers.append(("Content-Encoding", coding)) }
-        headers += validators
+        headers += (shape == .whole) ? validators : MultipartAnswer.partialValidators(validators, fault: fault)
         headers.append(("Accept-Ranges", resource.acceptRangesNone ? "none" : "bytes"))
-        if let selected { headers.append(("Content-Range", "bytes \(selected.lowerBound)-\(selected.upperBound)/\(total)")) }
+        if let contentRange = content.contentRange { headers.append(("Content-Range", contentRange)) }
 
-        let head = responseHead(selected == nil ? 200 : 206, headers: headers, close: close,
+        let head = responseHead(shape == .whole ? 200 : 206, headers: headers, close: close,
                                 announceKeepAlive: !hangUp, date: date)
         guard sendAll(head[...]) else { return false }
         if request.method == "HEAD" { return !(close || hangUp) }
+        return sendBody(body, fault: fault, chunked: chunked, close: close)
+    }
 
+    /// Sends a 200/206 body whole, or as `fault` has it (cut, stalled, trickled, chunked); returns
+    /// whether the connection stays open.
+    private func sendBody(_ body: ArraySlice<UInt8>, fault: OriginFault?, chunked: Bool, close: Bool) -> Bool {
         switch fault {
         case .cutAfter(let count):
             _ = sendAll(body.prefix(max(0, count)))
@@ -935,14 +962,58 @@ private enum HTTPValidators {
         case unsatisfiable                 // 416
     }
 
+    enum RangesAnswer: Equatable {
+        case ignore                        // malformed: send 200
+        case satisfiable([ClosedRange<Int>])   // the satisfiable ones, in the order asked, each clamped
+        case unsatisfiable                 // none is satisfiable: 416
+    }
+
     /// `Range` against a representation of `length` bytes. Multi-range and malformed values are
     /// ignored (200, as RFC 9110 §14.2 allows).
     static func parseRange(_ header: String, length: Int) -> RangeAnswer {
+        guard let spec = rangeSet(header), !spec.contains(",") else { return .ignore }
+        return parseRangeSpec(spec, length: length)
+    }
+
+    /// `Range` with a list of ranges (§14.1.2: `bytes=0-9,20-29,-5,90-`) against a representation
+    /// of `length` bytes: each range read as `parseRange` reads a lone one, unsatisfiable ones
+    /// dropped, empty list elements skipped; one malformed range, or none at all, and the whole
+    /// header is ignored. A header without a comma gets `parseRange`'s answer exactly.
+    static func parseRanges(_ header: String, length: Int) -> RangesAnswer {
+        guard let list = rangeSet(header) else { return .ignore }
+        if !list.contains(",") {
+            switch parseRange(header, length: length) {
+            case .ignore: return .ignore
+            case .satisfiable(let range): return .satisfiable([range])
+            case .unsatisfiable: return .unsatisfiable
+            }
+        }
+        let specs = list.split(separator: ",", omittingEmptySubsequences: false)
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+        guard !specs.isEmpty else { return .ignore }
+        var ranges: [ClosedRange<Int>] = []
+        for spec in specs {
+            switch parseRangeSpec(spec, length: length) {
+            case .ignore: return .ignore
+            case .satisfiable(let range): ranges.append(range)
+            case .unsatisfiable: continue
+            }
+        }
+        return ranges.isEmpty ? .unsatisfiable : .satisfiable(ranges)
+    }
+
+    /// What follows `bytes=` (trimmed), or nil when the unit is not `bytes`.
+    private static func rangeSet(_ header: String) -> String? {
         let value = header.trimmingCharacters(in: .whitespaces)
         guard let equals = value.firstIndex(of: "="),
-              value[..<equals].trimmingCharacters(in: .whitespaces).lowercased() == "bytes" else { return .ignore }
-        let spec = value[value.index(after: equals)...].trimmingCharacters(in: .whitespaces)
-        guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return .ignore }
+              value[..<equals].trimmingCharacters(in: .whitespaces).lowercased() == "bytes" else { return nil }
+        return value[value.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+    }
+
+    /// One range (`a-b`, `a-`, `-n`), trimmed, with no comma.
+    private static func parseRangeSpec(_ spec: String, length: Int) -> RangeAnswer {
+        guard let dash = spec.firstIndex(of: "-") else { return .ignore }
         let first = spec[..<dash].trimmingCharacters(in: .whitespaces)
         let last = spec[spec.index(after: dash)...].trimmingCharacters(in: .whitespaces)
         func number(_ text: String) -> Int? {
