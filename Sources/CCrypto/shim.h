@@ -18,6 +18,11 @@ static inline void prefetch_sha256_update(SHA256_CTX *context, const void *data,
 }
 static inline void prefetch_sha256_final(SHA256_CTX *context, unsigned char *out) { SHA256_Final(out, context); }
 
+/* Incremental SHA-1 (zsync's whole-file check, SPEC §9), the same way. */
+static inline void prefetch_sha1_init(SHA_CTX *context) { SHA1_Init(context); }
+static inline void prefetch_sha1_update(SHA_CTX *context, const void *data, size_t length) { SHA1_Update(context, data, length); }
+static inline void prefetch_sha1_final(SHA_CTX *context, unsigned char *out) { SHA1_Final(out, context); }
+
 /* SHA-256 of a short buffer in one call, without EVP. */
 static inline void prefetch_sha256_short(const void *data, size_t length, unsigned char *out) {
     SHA256_CTX context; /* not SHA256(): in OpenSSL 3 that fetches "SHA256" by name on each call */

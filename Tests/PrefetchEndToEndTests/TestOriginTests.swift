@@ -206,6 +206,8 @@ import TestSupport
             == Self.multipart([(0...6, "0-6/100"), (90...99, "90-99/100")]))
         #expect(try multi(.partsOverlapping, "0-1,5-6,50-59").body
             == Self.multipart([(0...1, "0-1/100"), (0...6, "0-6/100"), (40...59, "40-59/100")]))
+        #expect(try multi(.partsSplitOverlapping, "0-1,50-59").body
+            == Self.multipart([(0...1, "0-1/100"), (50...56, "50-56/100"), (53...59, "53-59/100")]))
         #expect(try multi(.partNotAskedFor, "20-29,50-59").body
             == Self.multipart([(0...9, "0-9/100"), (20...29, "20-29/100"), (50...59, "50-59/100")]))
         #expect(try multi(.partNotAskedFor, "5-6,50-59").body

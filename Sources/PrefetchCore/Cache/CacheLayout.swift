@@ -45,6 +45,17 @@ public enum CacheLayout {
         String(partialName(feed: feed, path: path).dropLast(partialSuffix.utf8.count)) + sourceCopySuffix
     }
 
+    /// The names in `partial/` of a delta's file as it is assembled and of its control file
+    /// (SPEC §9): never a partial's, so the transfers' rules for partials never apply to them.
+    static let deltaSuffix = ".delta"
+    static let controlSuffix = ".zsync"
+    static func deltaName(feed: String, path: String) -> String {
+        String(partialName(feed: feed, path: path).dropLast(partialSuffix.utf8.count)) + deltaSuffix
+    }
+    static func controlName(feed: String, path: String) -> String {
+        String(partialName(feed: feed, path: path).dropLast(partialSuffix.utf8.count)) + controlSuffix
+    }
+
     private static func join(_ cache: String, _ relative: String) -> String {
         (cache.hasSuffix("/") ? cache : cache + "/") + relative
     }

@@ -56,7 +56,7 @@ final class RunReporter {
         }
         switch event {
         case .paused, .retrying, .heldWithOrigin, .failed, .stateError, .held, .nextURL: flush()  // rare, and worth seeing at once
-        case .started, .progress, .placed, .fresh, .removedForRoom, .placedFromCache, .sourceMismatch: break
+        case .started, .progress, .placed, .fresh, .removedForRoom, .placedFromCache, .sourceMismatch, .placedByDelta, .deltaNotUsed: break
         }
     }
 
@@ -89,6 +89,12 @@ final class RunReporter {
             key("placed", k); line.add("bytes", bytes); line.add("seconds", seconds)
             line.add("transferred", UInt64(0)); line.add("resumed_at", UInt64(0)); line.add("resume_refused_at", UInt64(0))
             line.add("from", from); line.add("fetched", UInt64(0)); line.add("reused", bytes)
+        case .placedByDelta(let k, let bytes, let fetched, let reused, let seconds):
+            key("placed", k); line.add("bytes", bytes); line.add("seconds", seconds)
+            line.add("transferred", fetched); line.add("resumed_at", UInt64(0)); line.add("resume_refused_at", UInt64(0))
+            line.add("from", nil as String?); line.add("fetched", fetched); line.add("reused", reused); line.add("delta", true)
+        case .deltaNotUsed(let k, let reason, let detail):
+            key("delta", k); line.add("used", false); line.add("reason", reason); line.add("detail", detail)
         case .sourceMismatch(let k, let expected, let found):
             key("mismatch", k); line.add("expected", expected); line.add("found", found)
         case .fresh(let k):
@@ -154,11 +160,11 @@ final class RunReporter {
         case .placed(let k, _, _, _, _, _), .fresh(let k), .paused(let k, _, _, _), .retrying(let k, _, _), .failed(let k, _, _, _),
              .heldWithOrigin(let k, _, _, _, _), .nextURL(let k, _, _):
             lastProgress.removeAll { $0.key == k }
-        case .started, .progress, .stateError, .held, .removedForRoom, .placedFromCache, .sourceMismatch: break
+        case .started, .progress, .stateError, .held, .removedForRoom, .placedFromCache, .sourceMismatch, .placedByDelta, .deltaNotUsed: break
         }
         if quiet {  // `--quiet` keeps the error lines only: the others are not even made
             switch event {
-            case .placed, .fresh, .paused, .retrying, .heldWithOrigin, .nextURL, .removedForRoom, .placedFromCache: return
+            case .placed, .fresh, .paused, .retrying, .heldWithOrigin, .nextURL, .removedForRoom, .placedFromCache, .placedByDelta, .deltaNotUsed: return
             case .started, .progress, .failed, .stateError, .held, .sourceMismatch: break
             }
         }
@@ -183,6 +189,11 @@ final class RunReporter {
                 + (notes.isEmpty ? "" : " (" + notes.joined(separator: ", ") + ")"))
         case .placedFromCache(let k, let bytes, let from, _):
             log("placed  \(name(k))  \(ByteSize.format(bytes)) (from \(from))")
+        case .placedByDelta(let k, let bytes, let fetched, let reused, let seconds):
+            log("placed  \(name(k))  \(ByteSize.format(bytes)) in \(DecimalText.oneDecimal(seconds))s"
+                + " (delta: \(ByteSize.format(fetched)) fetched, \(ByteSize.format(reused)) reused)")
+        case .deltaNotUsed(let k, let reason, let detail):
+            log("whole   \(name(k))  delta not used: \(reason) (\(detail))")
         case .sourceMismatch(let k, let expected, let found):
             log("mismatch  \(name(k))  expected \(expected) found \(found) (removed; not used as a local source)", error: true)
         case .fresh(let k):

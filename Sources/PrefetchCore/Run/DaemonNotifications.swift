@@ -127,13 +127,13 @@ struct DaemonNotifications: Sendable {
 
     private mutating func transfer(_ event: RunEvent, at monotonic: UInt64) -> [String] {
         switch event {
-        case .placed, .placedFromCache: pass.placed += 1
+        case .placed, .placedFromCache, .placedByDelta: pass.placed += 1
         case .fresh: pass.fresh += 1
         case .paused: pass.paused += 1
         case .failed(_, _, _, let origin): if origin == nil { pass.failed += 1 }
         case .held(_, _, _, let resources): pass.held += resources
         case .progress(let transfers): pass.transferring = transfers
-        case .started, .retrying, .heldWithOrigin, .stateError, .nextURL, .removedForRoom, .sourceMismatch: return []
+        case .started, .retrying, .heldWithOrigin, .stateError, .nextURL, .removedForRoom, .sourceMismatch, .deltaNotUsed: return []
         }
         switch event {  // one that ended leaves the line at once, not at the next progress
         case .placed(let key, _, _, _, _, _), .fresh(let key), .paused(let key, _, _, _), .failed(let key, _, _, _):

@@ -70,6 +70,7 @@ enum MetricsWriter {
     static func counts(_ tally: FeedTally) -> [String: UInt64] {
         var counts = ["body_bytes": tally.bodyBytes]
         if tally.reusedBytes > 0 { counts["reused_bytes_cache"] = tally.reusedBytes }
+        if tally.deltaReusedBytes > 0 { counts["reused_bytes_delta"] = tally.deltaReusedBytes }
         for (result, count) in tally.results { counts["transfers_" + result.rawValue] = UInt64(count) }
         return counts
     }

@@ -46,7 +46,7 @@ struct RunPass {
     private typealias PlanWithInputs = (Plan, StateSnapshot, CachedFiles)
 
     /// What the steps of one `execute` share: the readings, the reporter, when the pass began.
-    private struct PassContext {
+    struct PassContext {
         let settings: Settings
         let monitor: ConditionMonitor
         let reporter: RunReporter
@@ -215,63 +215,6 @@ struct RunPass {
             jobs.append(job)
         }
         return jobs
-    }
-
-    /// SPEC §9, then the engine: jobs a local source can give are placed from it; of those
-    /// sharing a SHA-256 no file holds, the first transfers and the others wait; after each
-    /// round of transfers the waiting ones take the content placed, and those whose leader
-    /// failed or paused send the next of them to the engine, until none waits.
-    private func transferInRounds(_ jobs: consuming [TransferJob], content: Set<Int>, plan: Plan, snapshot: StateSnapshot,
-                                  cacheAllowance: CacheAllowance?, timings: [String: FeedTiming], held: HeldConditions,
-                                  _ pass: PassContext, stopRequested: @escaping () -> Bool) -> EngineSummary {
-        guard !content.isEmpty else {
-            return transfer(jobs, plan: plan, snapshot: snapshot, cacheAllowance: cacheAllowance, timings: timings, held: held, pass,
-                            stopRequested: stopRequested)
-        }
-        var local = LocalPlacement(cache: cache, state: state, clock: clock, report: pass.reporter.handle)
-        local.faults = settings.faults
-        local.cacheAllowance = cacheAllowance
-        var leading = Set<String>()
-        var (next, waiting) = local.split(jobs, content: content, leading: &leading)
-        var summary = EngineSummary()
-        var used: [String: UInt64] = [:]  // body bytes of the rounds before, for the metered budget
-        while true {
-            let round = transfer(next, plan: plan, snapshot: snapshot, cacheAllowance: cacheAllowance, timings: timings, held: held, pass,
-                                 stopRequested: stopRequested, usedBefore: used)
-            for (feed, tally) in round.byFeed { used[feed, default: 0] += tally.bodyBytes }
-            summary.merge(round)
-            if waiting.isEmpty || stopRequested() || round.diskFull { break }
-            leading = []
-            (next, waiting) = local.split(waiting, content: Set(waiting.indices), leading: &leading)
-            if next.isEmpty { break }
-        }
-        summary.merge(local.summary)
-        return summary
-    }
-
-    /// Runs `jobs` (the caller hands them over with `consume`, so nothing else holds them
-    /// through the run). A feed pauses when its window closes or a condition it needs is
-    /// lost; a metered feed spends what is left of today's budget.
-    private func transfer(_ jobs: [TransferJob], plan: Plan, snapshot: StateSnapshot, cacheAllowance: CacheAllowance?,
-                          timings: [String: FeedTiming], held: HeldConditions, _ pass: PassContext,
-                          stopRequested: @escaping () -> Bool, usedBefore: [String: UInt64] = [:]) -> EngineSummary {
-        var meteredUsedToday: [String: UInt64] = [:]
-        for feed in feeds where feed.conditions.meteredBudget != nil {
-            let day = LocalDay.label(plan.now, clock: ZoneClock(feed.timeZone))
-            meteredUsedToday[feed.name] = (snapshot.meteredBytes[MeteredDay(feed: feed.name, day: day)] ?? 0)
-                + (pass.lastProbe.metered ? usedBefore[feed.name] ?? 0 : 0)
-        }
-        let clock = self.clock
-        let engine = TransferEngine(cache: cache, state: state, config: config, environment: settings.environment,
-                                    threads: settings.transferThreads, bootID: settings.bootID, faults: settings.faults,
-                                    metered: pass.lastProbe.metered, meteredUsedToday: meteredUsedToday, cacheAllowance: cacheAllowance,
-                                    clock: clock, onEvent: pass.reporter.handle)
-        let holds = snapshot.originHolds
-        return engine.run(jobs, holds: holds, pauseReason: { feed in
-            let now = clock()
-            if let timing = timings[feed.name], timing.openInterval(at: now) == nil { return "window closed" }
-            return Self.conditionLost(feed.conditions, held.update(with: pass.conditions()))
-        }, stopRequested: stopRequested)
     }
 
     /// After the transfers: releases with nothing left to do are finished, a pending release

@@ -6,7 +6,7 @@ extension ResponseRules.Head {
     /// The header names read, lowercase, in `set`'s order.
     private static let wanted: [[UInt8]] =
         ["content-length", "content-range", "etag", "last-modified", "location", "retry-after", "content-encoding",
-         "date", "accept-ranges"].map { Array($0.utf8) }
+         "date", "accept-ranges", "content-type"].map { Array($0.utf8) }
 
     /// Takes one line of the head (with or without its CR LF); returns whether it is the
     /// blank line that ends a head.
@@ -67,7 +67,8 @@ extension ResponseRules.Head {
         case 6: contentEncoding = value
         // What §7's resumable rule reads of a response (`ResumeRule`, `facts`).
         case 7: date = value
-        default: acceptRanges = value
+        case 8: acceptRanges = value
+        default: contentType = value
         }
     }
 

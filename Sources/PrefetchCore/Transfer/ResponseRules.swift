@@ -51,6 +51,8 @@ enum ResponseRules {
         /// `Date` and `Accept-Ranges`, for §7's resumable rule (`facts`).
         var date: String?
         var acceptRanges: String?
+        /// `Content-Type`: a delta's ranged answer may be `multipart/byteranges` (SPEC §9).
+        var contentType: String?
         /// Why the head makes the response invalid (RFC 9112 §6.3: a Content-Length that is
         /// not one decimal number of at most 63 bits, or two that differ), or nil.
         var invalid: String? = nil

@@ -409,7 +409,7 @@ final class RunBoard: @unchecked Sendable {
             if progressByShard.count > 1 {
                 for shard in progressByShard.indices { progressByShard[shard].removeAll { $0.key == key } }
             }
-        case .started, .progress, .stateError, .held, .removedForRoom, .placedFromCache, .sourceMismatch: break
+        case .started, .progress, .stateError, .held, .removedForRoom, .placedFromCache, .sourceMismatch, .placedByDelta, .deltaNotUsed: break
         }
         onEvent(event)
     }

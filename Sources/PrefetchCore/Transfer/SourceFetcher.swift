@@ -39,6 +39,9 @@ enum SourceResponse: Equatable {
 final class SourceFetcher {
     private let config: Config
     private var head = ResponseRules.Head(status: 0)
+    /// The last exchange's status (0: no response), and its body bytes over the wire.
+    var status: Int { head.status }
+    private(set) var bodyBytes: UInt64 = 0
     private var headComplete = false
     private var body: [UInt8] = []
     private var limit = 0
@@ -156,6 +159,7 @@ final class SourceFetcher {
         guard let user, let data else { return 0 }
         let fetcher = Unmanaged<SourceFetcher>.fromOpaque(user).takeUnretainedValue()
         let length = size * count
+        fetcher.bodyBytes += UInt64(length)
         if fetcher.head.status != 200 { return length }  // a redirect's or an error's body: not kept
         if fetcher.body.count + length > fetcher.limit || fetcher.head.contentLength.map({ $0 > UInt64(fetcher.limit) }) == true {
             fetcher.overLimit = true

@@ -33,6 +33,11 @@ enum RunEvent {
     case placedFromCache(ResourceKey, bytes: UInt64, from: String, seconds: Double)
     /// A local source whose bytes no longer match its record: removed, as `verify` removes one.
     case sourceMismatch(ResourceKey, expected: String, found: String)
+    /// A file assembled by a delta (SPEC §9): `fetched` bytes came over the wire for it (its
+    /// control file included), `reused` were taken from a seed.
+    case placedByDelta(ResourceKey, bytes: UInt64, fetched: UInt64, reused: UInt64, seconds: Double)
+    /// A delta's own trouble (SPEC §9 "Whose trouble"): the resource is fetched whole.
+    case deltaNotUsed(ResourceKey, reason: String, detail: String)
 }
 
 /// What became of a stopped transfer's partial (SPEC §7 "Partials as the run sees them").
@@ -113,7 +118,10 @@ struct EngineSummary {
         failures += other.failures
         changedFeeds.formUnion(other.changedFeeds)
         fromCache += other.fromCache
-        for (feed, tally) in other.byFeed { byFeed[feed, default: FeedTally()].reusedBytes += tally.reusedBytes }
+        for (feed, tally) in other.byFeed {
+            byFeed[feed, default: FeedTally()].reusedBytes += tally.reusedBytes
+            byFeed[feed, default: FeedTally()].deltaReusedBytes += tally.deltaReusedBytes
+        }
     }
 
     mutating func countBody(_ bytes: UInt64, feed: String) {
@@ -141,6 +149,8 @@ struct FeedTally: Sendable, Equatable {
     var bodyBytes: UInt64 = 0
     /// Bytes placed from local sources, not fetched (SPEC §9).
     var reusedBytes: UInt64 = 0
+    /// Bytes a delta took from its seeds, not fetched (SPEC §9).
+    var deltaReusedBytes: UInt64 = 0
 }
 
 /// Runs transfers within the limits of SPEC §5 and writes every outcome to state.db as it

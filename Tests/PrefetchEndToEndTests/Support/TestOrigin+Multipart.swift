@@ -62,6 +62,7 @@ enum MultipartAnswer {
         case .partsReversed: return ranges.reversed()
         case .partsCoalesced: return coalesced(ranges, gap: coalescingGap)
         case .partsOverlapping: return overlapping(ranges, by: overlap)
+        case .partsSplitOverlapping: return ranges.flatMap(splitOverlapping)
         case .partNotAskedFor: return [unasked(besides: ranges, length: length)] + ranges
         default: return ranges
         }
@@ -81,6 +82,13 @@ enum MultipartAnswer {
             }
         }
         return merged
+    }
+
+    /// A range of 4 bytes or more as two parts overlapping by 4 bytes inside it; a shorter one as it is.
+    static func splitOverlapping(_ range: ClosedRange<Int>) -> [ClosedRange<Int>] {
+        guard range.count >= 4 else { return [range] }
+        let middle = range.lowerBound + range.count / 2
+        return [range.lowerBound...(middle + 1), (middle - 2)...range.upperBound]
     }
 
     /// Every range but the first started `bytes` earlier (not before 0).

@@ -122,6 +122,9 @@ enum OriginFault: Sendable {
     case partsCoalesced
     /// Multi-range: every part but the first starts 10 bytes before its range (not before 0), so parts overlap.
     case partsOverlapping
+    /// Multi-range: each range of 4 bytes or more sent as two parts that overlap inside it (its first half and 2 bytes
+    /// more, then its second half from 2 bytes before): overlapping parts that stay inside the ranges asked for.
+    case partsSplitOverlapping
     /// Multi-range: an extra first part of bytes 0-9, or of the last 10 bytes when an asked range touches bytes 0-9.
     case partNotAskedFor
     /// Single or multi-range: the last part's data 5 bytes shorter than its Content-Range says (Content-Length true).

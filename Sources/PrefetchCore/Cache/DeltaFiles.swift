@@ -1,0 +1,77 @@
+import Foundation
+
+/// A delta's files on disk (SPEC §9): its seed (the cached copy, read without following a
+/// symlink), the delta partial it assembles in the partial folder (written at offsets), and
+/// the SHA-1 and SHA-256 of what it assembled, read back through that name before placement.
+extension CacheFolder {
+    /// The final file `feed/path` as the writer sees it, opened for reading, when it is a regular file.
+    func openFinal(feed: String, path: String) -> FileDescriptor? {
+        var folders: [String: FileDescriptor] = [:]
+        let final = FinalPath(feed: feed, path: path)
+        guard finalSize(feed: feed, path: path, folders: &folders) != nil, let folder = folders[final.key],
+              case .success(let file) = FileDescriptor.open(final.leaf, relativeTo: folder, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK),
+              case .success(let info) = file.status(), (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return file
+    }
+
+    /// Creates the delta partial `name`, empty then `length` bytes long (sparse: blocks are
+    /// written at their offsets), replacing any of that name.
+    func createDeltaPartial(_ name: String, length: UInt64) -> Result<FileDescriptor, Errno> {
+        createPartial(name).flatMap { file in file.truncate(to: length).map { file } }
+    }
+
+    /// The SHA-1 of an open file from its start, read one `buffer` at a time.
+    static func sha1(_ file: FileDescriptor, buffer: inout [UInt8]) -> Result<String, Errno> {
+        if case .failure(let error) = file.seek(to: 0) { return .failure(error) }
+        let hasher = SHA1()
+        return readAll(file, buffer: &buffer) { hasher.update($0) }.map { hasher.finishHex() }
+    }
+
+    /// The SHA-1, the SHA-256 and the length of an open file from its start, with its fstat's identity.
+    static func digests(_ file: FileDescriptor, buffer: inout [UInt8]) -> Result<(sha1: String, sha256: String, length: UInt64, identity: FileIdentity), Errno> {
+        let info: stat
+        switch file.status() {
+        case .success(let found): info = found
+        case .failure(let error): return .failure(error)
+        }
+        if case .failure(let error) = file.seek(to: 0) { return .failure(error) }
+        let sha1 = SHA1(), sha256 = SHA256()
+        var length: UInt64 = 0
+        return readAll(file, buffer: &buffer) { bytes in
+            sha1.update(bytes)
+            sha256.update(bytes)
+            length += UInt64(bytes.count)
+        }.map { (sha1.finishHex(), SHA256.hex(sha256.finish()), length, FileIdentity(info)) }
+    }
+
+    private static func readAll(_ file: FileDescriptor, buffer: inout [UInt8], _ body: (UnsafeRawBufferPointer) -> Void) -> Result<Void, Errno> {
+        while true {
+            let read = buffer.withUnsafeMutableBytes { buffer in
+                file.read(into: buffer).map { count in
+                    body(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                    return count
+                }
+            }
+            switch read {
+            case .failure(let error): return .failure(error)
+            case .success(0): return .success(())
+            case .success: continue
+            }
+        }
+    }
+
+    /// Writes the `pieces` (file offsets) of `bytes`, which start at `offset` in the file, to
+    /// `file` at their offsets; the error, or nil.
+    static func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64, pieces: [Range<UInt64>], to file: FileDescriptor) -> Errno? {
+        for piece in pieces {
+            let slice = UnsafeRawBufferPointer(rebasing: bytes[Int(piece.lowerBound - offset)..<Int(piece.upperBound - offset)])
+            if case .failure(let error) = file.write(slice, at: piece.lowerBound) { return error }
+        }
+        return nil
+    }
+
+    /// Opens the partial-folder file `name` for writing (the delta partial, kept open while assembled).
+    func openDeltaPartial(_ name: String) -> FileDescriptor? {
+        openPartial(name)?.file
+    }
+}

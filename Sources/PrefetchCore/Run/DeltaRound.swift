@@ -1,0 +1,174 @@
+import Foundation
+
+/// The deltas of a pass (SPEC §9 "Deltas (zsync)"): each zsync resource with a seed runs its
+/// `DeltaTransfer` here, one at a time, after the pass's whole transfers (which never wait on
+/// a scan); what it ends in is recorded and said. The delta's own trouble hands the job back
+/// for one whole fetch in the same pass (`wholeFetches`), with one `delta not used` line.
+struct DeltaRound {
+    let cache: CacheFolder
+    let state: StateStore
+    let config: Config
+    let environment: [String: String]
+    let clock: () -> Instant
+    let report: (RunEvent) -> Void
+    /// Whether the pass's link is metered: the bytes a delta moves count toward its feed's day.
+    var metered = false
+    private(set) var summary = EngineSummary()
+    /// The jobs to fetch whole in this pass.
+    private(set) var wholeFetches: [TransferJob] = []
+    private var random = SplitMix64(seed: UInt64.random(in: 0...UInt64.max))
+
+    init(cache: CacheFolder, state: StateStore, config: Config, environment: [String: String], clock: @escaping () -> Instant,
+         report: @escaping (RunEvent) -> Void) {
+        self.cache = cache
+        self.state = state
+        self.config = config
+        self.environment = environment
+        self.clock = clock
+        self.report = report
+    }
+
+    /// Whether `job` tries a delta: its entry has a control file and an effective `encoding`
+    /// of `refuse`, and it has a seed (its cached copy).
+    static func tries(_ job: TransferJob, in cache: CacheFolder) -> Bool {
+        guard job.resource.triesDelta else { return false }
+        var folders: [String: FileDescriptor] = [:]
+        return cache.finalSize(feed: job.key.feed, path: job.key.path, folders: &folders) != nil
+    }
+
+    /// The jobs handed back for a whole fetch since the last call.
+    mutating func takeWholeFetches() -> [TransferJob] {
+        defer { wholeFetches = [] }
+        return wholeFetches
+    }
+
+    /// Runs the deltas of `jobs` in order. `pauseReason` says why a feed must pause now (its
+    /// window closed, a condition lost); `stopRequested`, a signal.
+    mutating func run(_ jobs: [TransferJob], pauseReason: @escaping (Feed) -> String?, stopRequested: @escaping () -> Bool) {
+        for var job in jobs {
+            if stopRequested() {
+                pause(job, "stopped")
+                continue
+            }
+            while let retry = runOne(job, pauseReason: pauseReason, stopRequested: stopRequested) {
+                job = retry
+            }
+        }
+    }
+
+    /// One delta; returns the job again when it is to be retried in this run (after its wait).
+    private mutating func runOne(_ job: TransferJob, pauseReason: @escaping (Feed) -> String?, stopRequested: @escaping () -> Bool) -> TransferJob? {
+        let feed = job.feed.feed
+        let started = Date(), startedAt = clock()
+        var delta = DeltaTransfer(job: job, cache: cache, config: config, environment: environment) {
+            stopRequested() ? "stopped" : pauseReason(feed)
+        }
+        let outcome = delta.run()
+        let wire = delta.wireBytes
+        summary.countBody(wire, feed: feed.name)
+        record { try $0.addMeteredBytesIf(metered, feed: feed, bytes: wire, at: startedAt) }
+        switch outcome {
+        case .placed(let placed):
+            placedFile(job, placed, wire: wire, started: started, startedAt: startedAt)
+        case .fresh:
+            record {
+                try $0.recordValidated(job.key, urlHash: job.urlHash, validators: job.cachedValidators ?? Validators(), length: nil, sha256: nil,
+                                       placed: false, encoding: job.resource.encoding, at: self.clock(), clearPartial: job.partial != nil)
+                try $0.recordAttempt(job.key, startedAt: startedAt, finishedAt: self.clock(), bytes: wire, httpStatus: nil,
+                                     outcome: "not modified (control file)", error: nil)
+            }
+            summary.count(.fresh, feed: feed.name)
+            summary.changedFeeds.insert(feed.name)
+            report(.fresh(job.key))
+        case .wholeFetch(let refusal):
+            report(.deltaNotUsed(job.key, reason: refusal.reason, detail: refusal.detail))
+            wholeFetches.append(job)
+        case .interrupted(let reason):
+            pause(job, reason)
+        case .failed(let message, let status):
+            return failed(job, message: message, status: status, wire: wire, startedAt: startedAt, stopRequested: stopRequested)
+        }
+        return nil
+    }
+
+    private mutating func placedFile(_ job: TransferJob, _ placed: DeltaTransfer.Placed, wire: UInt64, started: Date, startedAt: Instant) {
+        if !cache.syncIsFree, placed.folders.contains(where: { !$0.sync().isSuccess }) {
+            report(.stateError("cannot fsync a folder of the cache: \(job.key.feed)/\(job.key.path) is not recorded"))
+            return
+        }
+        let recorded = record {
+            try $0.recordValidated(job.key, urlHash: job.urlHash, validators: placed.validators, length: placed.length,
+                                   sha256: job.resource.sha256, placed: true, encoding: job.resource.encoding, at: self.clock(),
+                                   clearPartial: job.partial != nil, file: placed.identity,
+                                   keepingReplaced: job.feed.feed.consistency == .release)
+            try $0.recordAttempt(job.key, startedAt: startedAt, finishedAt: self.clock(), bytes: wire, httpStatus: 206,
+                                 outcome: "placed (delta)", error: nil)
+        }
+        guard recorded else { return }
+        if job.partial != nil { cache.removePartial(CacheLayout.partialName(feed: job.key.feed, path: job.key.path)) }
+        let feed = job.feed.name
+        summary.count(.placed, feed: feed)
+        summary.byFeed[feed, default: FeedTally()].deltaReusedBytes += placed.reused
+        summary.changedFeeds.insert(feed)
+        report(.placedByDelta(job.key, bytes: placed.length, fetched: wire, reused: placed.reused, seconds: Date().timeIntervalSince(started)))
+    }
+
+    /// The resource's trouble (SPEC §9): judged as any failure — retried in this run after a
+    /// short backoff (the job is returned), else recorded with its next retry.
+    private mutating func failed(_ job: TransferJob, message: String, status: Int?, wire: UInt64, startedAt: Instant,
+                                 stopRequested: () -> Bool) -> TransferJob? {
+        let failure = TransferFailure(kind: .transient, message: message, retryAfter: nil, discardPartial: false, httpStatus: status)
+        let now = clock()
+        let decision = RetryDecision.after(failure, failures: job.failures + 1, policy: job.feed.retry, now: now, using: &random)
+        record {
+            try $0.recordAttempt(job.key, startedAt: startedAt, finishedAt: now, bytes: wire, httpStatus: status, outcome: "failed (delta)",
+                                 error: message)
+            try $0.recordFailure(job.key, urlHash: job.urlHash, entry: job.entry, release: job.release, error: message,
+                                 permanent: decision.permanent, nextRetry: decision.nextRetry, at: now)
+        }
+        if decision.inRun {
+            report(.retrying(job.key, message: message, after: decision.wait))
+            let until = Date().addingTimeInterval(Double(decision.wait))
+            while Date() < until {
+                if stopRequested() {
+                    pause(job, "stopped")
+                    return nil
+                }
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+            var again = job
+            again.failures += 1
+            return again
+        }
+        summary.count(.failed, feed: job.feed.name)
+        summary.failures.append((job.key, message))
+        summary.changedFeeds.insert(job.feed.name)
+        report(.failed(job.key, message: message, retryAt: decision.nextRetry))
+        return nil
+    }
+
+    private mutating func pause(_ job: TransferJob, _ reason: String) {
+        summary.count(.paused, feed: job.feed.name)
+        report(.paused(job.key, reason: reason, partial: .none))
+    }
+
+    /// The state writes of one outcome; one that fails is said (once a run, as the engine's are).
+    @discardableResult
+    private func record(_ body: (StateStore) throws -> Void) -> Bool {
+        do {
+            try body(state)
+            return true
+        } catch {
+            report(.stateError("cannot record state: \(error)"))
+            return false
+        }
+    }
+}
+
+extension StateStore {
+    /// Bytes moved over a metered link count toward the feed's day (`metered_budget`, SPEC §7).
+    func addMeteredBytesIf(_ metered: Bool, feed: Feed, bytes: UInt64, at time: Instant) throws(SQLiteError) {
+        guard metered, bytes > 0 else { return }
+        try addMeteredBytes(MeteredDay(feed: feed.name, day: LocalDay.label(time, clock: ZoneClock(feed.timeZone))), bytes)
+    }
+}

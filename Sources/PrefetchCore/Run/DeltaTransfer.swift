@@ -1,0 +1,260 @@
+import Foundation
+
+/// One resource's delta (SPEC §9 "Deltas (zsync)"): the I/O around `DeltaMachine` — the
+/// control file asked for, the seed scanned into the delta partial, the missing blocks
+/// fetched as ranges, the assembled file checked — ending in what the caller records.
+/// Runs on the delta round's thread, off the transfer loop; `keepGoing` (a stop, a pause,
+/// the window's end) is asked at least every 100 ms.
+struct DeltaTransfer {
+    /// How the delta ended.
+    enum Outcome {
+        /// The copy is current (the control file said so).
+        case fresh
+        /// The file is assembled, checked, fsynced and renamed into place (`folder` and the
+        /// folders created on the way to fsync before it is recorded).
+        case placed(Placed)
+        /// The delta's trouble: fetch the resource whole in this pass.
+        case wholeFetch(DeltaRefusal)
+        /// The resource's trouble, judged as any failure (no whole fetch in this pass).
+        case failed(String, status: Int?)
+        /// A stop, a pause or the window's end, in words.
+        case interrupted(String)
+    }
+
+    struct Placed {
+        let length: UInt64
+        let reused: UInt64
+        let validators: Validators
+        let identity: FileIdentity
+        let folders: [FileDescriptor]
+    }
+
+    let job: TransferJob
+    let cache: CacheFolder
+    let config: Config
+    let environment: [String: String]
+    /// Nil to go on, else why the delta must end now.
+    let keepGoing: () -> String?
+    /// Body bytes that came over the wire (control file and ranges).
+    private(set) var wireBytes: UInt64 = 0
+
+    private var blocks: DeltaBlocks?
+    private var control: ZsyncControl?
+    private var partial: FileDescriptor?
+    /// The strong validator of the delta's 206s (sent as If-Range), and their validators.
+    private var validator: String?
+    private var rangeValidators = Validators()
+    private var reused: UInt64 = 0
+    private var interrupted: String?
+    private var writeError: String?
+    private var buffer = [UInt8](repeating: 0, count: 256 * 1024)
+    private var deltaName: String { CacheLayout.deltaName(feed: job.key.feed, path: job.key.path) }
+
+    init(job: TransferJob, cache: CacheFolder, config: Config, environment: [String: String], keepGoing: @escaping () -> String?) {
+        self.job = job
+        self.cache = cache
+        self.config = config
+        self.environment = environment
+        self.keepGoing = keepGoing
+    }
+
+    mutating func run() -> Outcome {
+        guard MD4.isAvailable else { return .wholeFetch(.noMD4) }
+        let seed = cache.openFinal(feed: job.key.feed, path: job.key.path)
+        let copySHA1 = seed.flatMap { try? CacheFolder.sha1($0, buffer: &buffer).get() }
+        var machine = DeltaMachine(.init(revalidates: job.cachedValidators != nil && seed != nil, conditional: false, copySHA1: copySHA1))
+        var action = machine.first
+        while true {
+            switch action {
+            case .askControl(let conditional):
+                action = machine.handle(.control(askControl(conditional: conditional)))
+            case .scan:
+                guard let matched = scan(seed) else { return end(interrupted.map { .interrupted($0) } ?? .failed(writeError ?? "", status: nil)) }
+                action = machine.handle(.scanned(missing: matched.missing, length: matched.length))
+            case .askRanges:
+                let answer = askRanges()
+                if let interrupted { return end(.interrupted(interrupted)) }
+                if let writeError { return end(.failed(writeError, status: nil)) }
+                action = machine.handle(.ranges(answer))
+            case .check:
+                switch check() {
+                case .success(let placed): return .placed(placed)
+                case .failure(.mismatch(let detail)): action = machine.handle(.checked(mismatch: detail))
+                case .failure(.cannotWrite(let detail)): return end(.failed(detail, status: nil))
+                }
+            case .place:
+                preconditionFailure("placed by check")
+            case .fresh:
+                return end(.fresh)
+            case .wholeFetch(let refusal):
+                return end(.wholeFetch(refusal))
+            case .fail(let message, let status):
+                return end(.failed(message, status: status))
+            }
+        }
+    }
+
+    /// Removes the delta partial, then ends with `outcome`.
+    private func end(_ outcome: Outcome) -> Outcome {
+        if partial != nil || control != nil { cache.removePartial(deltaName) }
+        return outcome
+    }
+
+    // MARK: The control file
+
+    private mutating func askControl(conditional: Bool) -> DeltaMachine.ControlAnswer {
+        let resource = job.resource
+        guard let url = resource.zsync.controlURL(for: job.url) else { return .unusable("no control file URL") }
+        let ownOrigin = url.origin == job.url.origin
+        let headers: [String]
+        do { headers = ownOrigin ? try resource.headerLines(environment: environment) : [] } catch {
+            return .failed(error.message, ownOrigin: true)
+        }
+        // §9's bound: 64 KiB and 20 bytes a block of the smallest size, for the most the file may be.
+        let most = resource.size ?? min(resource.maxSize ?? config.maxSize.bytes, config.maxSize.bytes)
+        let limit = ZsyncControl.headerLimit + Int(clamping: 20 * ((most + 255) / 256))
+        let fetcher = SourceFetcher(config: config)
+        let request = SourceRequest(url: url, headers: headers, validators: nil, limit: limit, limitName: "the control file's limit",
+                                    what: "control file", allowsDowngrade: false, clientCertificate: config.clientCertificate)
+        let response = fetcher.fetch(request, stopRequested: { keepGoing() != nil })
+        wireBytes += fetcher.bodyBytes
+        switch response {
+        case .notModified: return .notModified
+        case .failed(let message):
+            if let reason = keepGoing() {
+                interrupted = reason
+                return .failed(reason, ownOrigin: true)
+            }
+            let status = fetcher.status
+            if status == 0 { return .failed(message, ownOrigin: ownOrigin) }
+            if status != 200 { return .status(status, ownOrigin: ownOrigin) }
+            return .unusable(message)
+        case .body(let bytes, _):
+            do {
+                let read = try ZsyncControl(parsing: bytes, maxSize: config.maxSize.bytes, size: resource.size)
+                control = read
+                return .file(sha1: read.sha1)
+            } catch {
+                return .unusable(error.detail)
+            }
+        }
+    }
+
+    // MARK: The scan
+
+    /// Creates the delta partial and writes into it every block the seed holds; nil when
+    /// interrupted or the partial cannot be written.
+    private mutating func scan(_ seed: FileDescriptor?) -> (missing: UInt64, length: UInt64)? {
+        guard let control else { return nil }
+        var blocks = DeltaBlocks(blockSize: control.blockSize, length: control.length)
+        switch cache.createDeltaPartial(deltaName, length: control.length) {
+        case .failure(let error):
+            writeError = "cannot write \(cache.path)/\(CacheLayout.metaEntry("partial/" + deltaName)): \(error)"
+            return nil
+        case .success(let file): partial = file
+        }
+        if let seed, case .success = seed.seek(to: 0), let file = partial, var matcher = BlockMatcher(control) {
+            var failed: String?
+            matcher.scan(fill: { buffer in (try? seed.read(into: buffer).get()) ?? 0 }, block: { index, bytes in
+                guard failed == nil, !blocks.have[index] else { return }
+                if case .failure(let error) = file.write(bytes, at: UInt64(index) * UInt64(control.blockSize)) {
+                    failed = "cannot write the delta partial: \(error)"
+                    return
+                }
+                blocks.markHad(index)
+            }, keepGoing: {
+                if failed != nil { return false }
+                if let reason = keepGoing() { interrupted = reason; return false }
+                return true
+            })
+            if let failed { writeError = failed; return nil }
+            if interrupted != nil { return nil }
+        }
+        reused = control.length - blocks.missingBytes
+        self.blocks = blocks
+        return (blocks.missingBytes, control.length)
+    }
+
+    // MARK: The ranges
+
+    private mutating func askRanges() -> DeltaMachine.RangesAnswer {
+        guard var blocks, let control, let file = partial else { return .failed("no delta partial") }
+        let asked = blocks.nextRequest
+        let headers: [String]
+        do { headers = try job.resource.headerLines(environment: environment) } catch { return .failed(error.message) }
+        let limits = job.feed.limits
+        let request = RangeFetcher.Request(url: job.url, headers: headers, ranges: asked, ifRange: validator,
+                                           connectTimeout: limits.connectTimeout ?? config.connectTimeout,
+                                           responseTimeout: limits.responseTimeout ?? config.responseTimeout,
+                                           stallTimeout: limits.stallTimeout ?? config.stallTimeout)
+        var answer = RangedAnswer(asked: asked, length: control.length, validator: validator)
+        var headTaken = false
+        var failedWrite: String?
+        let fetcher = RangeFetcher(config: config)
+        let outcome = fetcher.fetch(request, keepGoing: keepGoing) { bytes, head in
+            if !headTaken {
+                headTaken = true
+                guard answer.take(head: head) else { return false }
+            }
+            return answer.take(body: bytes) { offset, data in
+                let pieces = blocks.usable(offset: offset, count: data.count)
+                if let error = CacheFolder.write(data, at: offset, pieces: pieces, to: file) {
+                    failedWrite = "cannot write the delta partial: \(error)"
+                    return false
+                }
+                return true
+            }
+        }
+        wireBytes += fetcher.bodyBytes
+        if let failedWrite { writeError = failedWrite; return .failed(failedWrite) }
+        switch outcome {
+        case .failed(let message): return .failed(message)
+        case .interrupted(let reason):
+            interrupted = reason
+            return .failed(reason)
+        case .answered(let head):
+            if !headTaken { _ = answer.take(head: head) }
+            if head.status == 206 { rangeValidators = Validators(etag: head.etag.flatMap { ResponseRules.isWeakTag($0) ? nil : $0 }, lastModified: head.lastModified) }
+        case .refused: break
+        }
+        switch answer.finish() {
+        case .whole: return .whole
+        case .invalid(let detail): return .invalid(detail)
+        case .stale(let detail): return .stale(detail)
+        case .status(let status): return .status(status)
+        case .reading:
+            validator = answer.validator
+            let brought = blocks.take(answer.received)
+            self.blocks = blocks
+            return brought == 0 ? .nothing : .brought(missing: blocks.missingBytes)
+        }
+    }
+
+    // MARK: The check
+
+    private enum CheckFailure: Error { case mismatch(String), cannotWrite(String) }
+
+    /// fsyncs the delta partial, checks its SHA-1 (and `sha256`, `size`), and renames it into place.
+    private mutating func check() -> Result<Placed, CheckFailure> {
+        guard let control, let file = partial else { return .failure(.cannotWrite("no delta partial")) }
+        if case .failure(let error) = file.sync() { return .failure(.cannotWrite("cannot fsync the delta partial: \(error)")) }
+        let digests: (sha1: String, sha256: String, length: UInt64, identity: FileIdentity)
+        switch CacheFolder.digests(file, buffer: &buffer) {
+        case .failure(let error): return .failure(.cannotWrite("cannot read the delta partial: \(error)"))
+        case .success(let found): digests = found
+        }
+        if digests.sha1 != control.sha1 { return .failure(.mismatch("SHA-1 \(digests.sha1), the control file says \(control.sha1)")) }
+        if let expected = job.resource.sha256, digests.sha256 != expected {
+            return .failure(.mismatch("sha256 \(digests.sha256), the entry says \(expected)"))
+        }
+        if let size = job.resource.size, digests.length != size { return .failure(.mismatch("\(digests.length) bytes, the entry says \(size)")) }
+        var folders: [String: FileDescriptor] = [:]
+        switch cache.place(partial: deltaName, feed: job.key.feed, path: job.key.path, folders: &folders) {
+        case .failure(let error): return .failure(.cannotWrite(error.description))
+        case .success(let (folder, createdIn)):
+            partial = nil
+            return .success(Placed(length: digests.length, reused: reused, validators: rangeValidators, identity: digests.identity,
+                                   folders: [folder] + createdIn))
+        }
+    }
+}

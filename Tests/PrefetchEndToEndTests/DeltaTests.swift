@@ -1,0 +1,150 @@
+import Foundation
+import Testing
+import TestSupport
+import PrefetchCore
+
+/// SPEC §9, "Deltas (zsync)", through the real binary against the test origin: a changed file
+/// costs the blocks that changed; the delta's own trouble falls back to one whole fetch in the
+/// same pass with one `delta not used` line; the resource's trouble is its own; whatever a
+/// server answers, nothing wrong is ever placed.
+@Suite(.serialized) struct DeltaTests {
+    static let size = 1 << 20
+
+    /// The old and new versions of a file: 16 scattered 3 KiB edits and a 100-byte insertion.
+    static func pair(_ seed: UInt64) -> (old: [UInt8], new: [UInt8]) {
+        let old = FaultTests.bytes(size, seed: seed)
+        return (old, Zsyncmake.edited(old, seed: seed, edits: 16, editLength: 3_000, insertion: 100))
+    }
+
+    static func entry(_ body: [UInt8], zsync: String = "auto", more: String = "") -> String {
+        "resources:\n  - url: ORIGIN/img.bin\n    sha256: \(FaultTests.sha(body))\n    zsync: \(zsync)\n" + more
+    }
+
+    /// A cache holding `old` at `t/img.bin`, and an origin now serving `new` with its control file.
+    static func changed(_ old: [UInt8], _ new: [UInt8], control: [UInt8]? = nil) throws -> FaultHarness {
+        let s = try FaultHarness()
+        s.origin.serve("/img.bin", OriginResource(old, etag: "\"v1\""))
+        try s.feed(entry(old))
+        let first = try s.run()
+        #expect(first.status == 0, "\(first.diagnostics)")
+        #expect(s.origin.requests(to: "/img.bin.zsync").isEmpty, "no seed: no control file asked")
+        s.origin.serve("/img.bin", OriginResource(new, etag: "\"v2\""))
+        s.origin.serve("/img.bin.zsync", OriginResource(try control ?? Zsyncmake.control(new, name: "img.bin"), etag: "\"z2\""))
+        try s.feed(entry(new))
+        return s
+    }
+
+    static func event(_ run: RunResult, _ type: String) -> [String: Any]? { run.events.first { $0["type"] as? String == type } }
+
+    /// The changed entry's control file is read, the cached copy scanned, and only the missing
+    /// blocks fetched, as multi-range requests; the file placed is the new one.
+    @Test func aChangedFileCostsTheBlocksThatChanged() throws {
+        let (old, new) = Self.pair(1)
+        let s = try Self.changed(old, new)
+        let run = try s.runJSON()
+        #expect(run.status == 0, "\(run.diagnostics)")
+        #expect(s.cached("t/img.bin") == new)
+        let placed = try #require(Self.event(run, "placed"), "\(run.stdout)")
+        let fetched = try #require(placed["fetched"] as? Int), reused = try #require(placed["reused"] as? Int)
+        #expect(placed["delta"] as? Bool == true && fetched < new.count / 5 && reused > new.count * 3 / 4, "\(placed)")
+        #expect(Self.event(run, "delta") == nil, "the delta was used: \(run.stdout)")
+        let ranged = s.origin.requests(to: "/img.bin")
+        #expect(ranged.count >= 2 && ranged.dropFirst().allSatisfy { $0.header("range")?.hasPrefix("bytes=") == true }, "\(ranged.map(\.headers))")
+        #expect(ranged.dropFirst().contains { ($0.header("range") ?? "").contains(",") }, "multi-range requests")
+        // From the second ranged request on, If-Range carries the first 206's strong ETag.
+        #expect(ranged.dropFirst(2).allSatisfy { $0.header("if-range") == "\"v2\"" })
+        #expect(s.origin.bytesSent(to: "/img.bin") < new.count / 4 + old.count, "what came over the wire for the new version")
+        #expect(s.resourceState("img.bin")?.validators.etag == "\"v2\"", "the URL keeps the 206s' strong validator")
+    }
+
+    /// The delta's own trouble (SPEC §9): one whole fetch in the same pass, one
+    /// `delta not used: REASON` line, no attempt counted; the right file placed.
+    @Test(arguments: [
+        ("missing", "control file missing"), ("refused", "control file refused"), ("junk", "control file unusable"),
+        ("blocksize", "control file unusable"), ("zmap", "control file unusable"), ("other version", "mismatch"),
+    ])
+    func theDeltasTroubleIsOneWholeFetch(_ trouble: String, _ reason: String) throws {
+        let (old, new) = Self.pair(2)
+        let s = try Self.changed(old, new)
+        var control = try Zsyncmake.control(new, name: "img.bin")
+        let text = String(decoding: control.prefix(400), as: UTF8.self)
+        switch trouble {
+        case "missing": s.origin.remove("/img.bin.zsync")
+        case "refused": s.origin.inject("/img.bin.zsync", [.status(403)])
+        case "junk": control = Array("\u{0}\u{1}binary junk\n".utf8)
+        case "blocksize": control = Array(text.replacingOccurrences(of: "Blocksize: 2048", with: "Blocksize: 3").utf8) + control.dropFirst(400)
+        case "zmap": control = Array("Z-Map2: 1\n".utf8) + control
+        default: control = try Zsyncmake.control(Zsyncmake.edited(new, seed: 9, edits: 1, editLength: 10, insertion: 0), name: "img.bin")
+        }
+        if !["missing", "refused"].contains(trouble) { s.origin.serve("/img.bin.zsync", OriginResource(control, etag: "\"z3\"")) }
+        let run = try s.runJSON()
+        #expect(run.status == 0, "\(run.diagnostics)")
+        #expect(s.cached("t/img.bin") == new, "\(trouble)")
+        let delta = try #require(Self.event(run, "delta"), "\(trouble): \(run.stdout)")
+        #expect(delta["reason"] as? String == reason && delta["used"] as? Bool == false, "\(trouble): \(delta)")
+        let placed = try #require(Self.event(run, "placed"))
+        #expect(placed["fetched"] as? Int == new.count && placed["reused"] as? Int == 0, "\(trouble): a whole fetch: \(placed)")
+        #expect(s.origin.requests(to: "/img.bin").last?.header("range") == nil, "the last request is the whole fetch")
+        #expect(s.resourceState("img.bin")?.failures ?? 0 == 0, "no attempt counted")
+        let textRun = try s.run()  // nothing due now: the text line is seen in a run of its own below
+        #expect(textRun.status == 0)
+    }
+
+    /// Whatever a server does with a multi-range request, nothing wrong is placed: answers RFC
+    /// 9110 allows (parts reversed, coalesced, overlapping; one range at a time) still make a
+    /// delta; the others fall back to one whole fetch.
+    @Test(arguments: [
+        ([OriginFault.partsReversed], nil as String?), ([.partsCoalesced], nil), ([.partsSplitOverlapping], nil), ([.onlyFirstRange], nil),
+        ([.partsOverlapping], "ranges invalid"), ([.partNotAskedFor], "ranges invalid"), ([.partCutShort], "ranges invalid"),
+        ([.onlyFirstRange, .rangeETag("\"other\"")], "ranges stale"), ([.rangeCompleteLength(size * 2)], "ranges stale"),
+        ([.wholeForMulti], "ranges ignored"), ([.status(416)], "range not satisfiable"),
+    ])
+    func whateverTheServerAnswersNothingWrongIsPlaced(_ faults: [OriginFault], _ reason: String?) throws {
+        let fault = faults.map { "\($0)" }.joined(separator: ", ")
+        let (old, new) = Self.pair(3)
+        let s = try Self.changed(old, new)
+        // The first ranged request meets the fault (the whole fetch of the first run is done).
+        s.origin.inject("/img.bin", faults)
+        let run = try s.runJSON()
+        #expect(run.status == 0, "\(fault): \(run.diagnostics)")
+        #expect(s.cached("t/img.bin") == new, "\(fault)")
+        let delta = Self.event(run, "delta")
+        #expect(delta?["reason"] as? String == reason, "\(fault): \(run.stdout)")
+        let placed = try #require(Self.event(run, "placed"))
+        #expect((placed["delta"] as? Bool == true) == (reason == nil), "\(fault): \(placed)")
+    }
+
+    /// The resource's own trouble (a 5xx from its own origin for the control file): a failure
+    /// judged as any, and no whole fetch in that pass.
+    @Test func aServerErrorAtTheResourcesOriginIsItsFailure() throws {
+        let (old, new) = Self.pair(4)
+        let s = try Self.changed(old, new)
+        s.origin.inject("/img.bin.zsync", Array(repeating: .status(500), count: 20))
+        try s.feed(Self.entry(new) + "retry:\n  attempts: 2\n  backoff: 1s\n")
+        let before = s.origin.requests(to: "/img.bin").count
+        let run = try s.runJSON()
+        #expect(run.status == 1, "\(run.stdout)")
+        #expect(s.origin.requests(to: "/img.bin").count == before, "no whole fetch in that pass")
+        #expect(s.cached("t/img.bin") == old, "the copy stays")
+        let failed = run.events.filter { $0["type"] as? String == "failed" }
+        #expect(failed.last?["error"] as? String == "control file: HTTP 500", "\(run.stdout)")
+        #expect(Self.event(run, "delta") == nil)
+    }
+
+    /// The text output: `placed … (delta: F fetched, R reused)`, and `delta not used: REASON`.
+    @Test func theLinesSayWhatTheDeltaDid() throws {
+        let (old, new) = Self.pair(5)
+        let s = try Self.changed(old, new)
+        let run = try s.run()
+        #expect(run.status == 0, "\(run.diagnostics)")
+        #expect(run.stdout.contains("placed  t/img.bin  1MiB in ") && run.stdout.contains(" reused)"), "\(run.stdout)")
+        let (_, newer) = Self.pair(6)
+        s.origin.serve("/img.bin", OriginResource(newer, etag: "\"v3\""))
+        s.origin.remove("/img.bin.zsync")
+        try s.feed(Self.entry(newer))
+        let whole = try s.run()
+        #expect(whole.status == 0, "\(whole.diagnostics)")
+        #expect(whole.stdout.contains("whole   t/img.bin  delta not used: control file missing (HTTP 404)"), "\(whole.stdout)")
+        #expect(s.cached("t/img.bin") == newer)
+    }
+}
