@@ -98,6 +98,37 @@ import TestSupport
         #expect(try store.localSources(sha256: sha, length: nil).isEmpty, "a removed feed's files are no sources")
     }
 
+    /// Version 7 → 8 (SPEC §9, deltas): a copy recorded before keeps everything and has no
+    /// SHA-1 (read once from its file when its entry has `zsync`); a SHA-1 recorded holds only
+    /// while the file is the one recorded; control files' validators are kept by URL.
+    @Test func aVersionSevenFileGetsDeltas() throws {
+        let folder = try TemporaryFolder()
+        let path = folder.path + "/state.db"
+        let db = try SQLiteConnection(path: path, readOnly: false)
+        for step in StateStore.migrations.prefix(7) { try db.execute(step) }
+        try db.execute("PRAGMA user_version = 7")
+        try db.execute("""
+            INSERT INTO resources (feed, path, url_hash, etag, length, sha256, placed_at, validated_at, last_success, failures, permanent, inode, mtime)
+                VALUES ('lobby', 'a.img', 'h', '"e1"', 42, NULL, 1796000050000000000, 1796000060000000000, 1796000060000000000, 0, 0, 7,
+                        1796000050000000000);
+            """)
+        let store = try StateStore.openForWriting(path)
+        #expect(try SQLiteConnection(path: path, readOnly: true).userVersion == StateStore.schemaVersion)
+        let key = ResourceKey(feed: "lobby", path: "a.img")
+        #expect(try #require(try store.snapshot().resources[key]).validators.etag == "\"e1\"")
+        let file = FileIdentity(inode: 7, mtime: Instant(seconds: 1_796_000_050), size: 42)
+        #expect(try store.copySHA1(key, file: file) == nil, "no SHA-1 recorded before version 8")
+        let sha1 = String(repeating: "5a", count: 20)
+        try store.recordCopySHA1(key, sha1)
+        #expect(try store.copySHA1(key, file: file) == sha1)
+        #expect(try store.copySHA1(key, file: FileIdentity(inode: 8, mtime: file.mtime, size: 42)) == nil, "another file: not trusted")
+        #expect(try store.copySHA1(key, file: FileIdentity(inode: 7, mtime: file.mtime, size: 43)) == nil, "another size: not trusted")
+        #expect(try store.controlFile("http://o/a.img.zsync") == nil)
+        try store.recordControlFile("http://o/a.img.zsync", validators: Validators(etag: "\"z\""), sha1: sha1)
+        #expect(try store.controlFile("http://o/a.img.zsync")?.validators.etag == "\"z\"")
+        #expect(try store.controlFile("http://o/a.img.zsync")?.sha1 == sha1)
+    }
+
     @Test func aReaderMigratesInMemoryAndLeavesTheFileAlone() throws {
         let folder = try TemporaryFolder()
         let path = folder.path + "/state.db"

@@ -131,6 +131,39 @@ import PrefetchCore
         #expect(Self.event(run, "delta") == nil)
     }
 
+    /// The control file stands in for the copy's revalidation (SPEC §9): asked conditionally on
+    /// its own validators while its SHA-1 is the copy's, a 304 or the copy's SHA-1 makes the copy
+    /// fresh with no request to the resource's URL; a new version is then a delta.
+    @Test func theControlFileIsTheCopysRevalidation() throws {
+        let (old, new) = Self.pair(7)
+        let s = try FaultHarness()
+        s.origin.serve("/img.bin", OriginResource(old, etag: "\"v1\""))
+        s.origin.serve("/img.bin.zsync", OriginResource(try Zsyncmake.control(old, name: "img.bin"), etag: "\"z1\""))
+        try s.feed("refresh: 0s\nzsync: auto\nresources:\n  - url: ORIGIN/img.bin\n")
+        #expect(try s.run().status == 0)
+        #expect(s.origin.requests(to: "/img.bin.zsync").isEmpty, "no seed yet: fetched whole, no control file")
+        // A release: the control file, without conditions (none known yet); its SHA-1 is the copy's.
+        let second = try s.runJSON()
+        #expect(second.status == 0 && Self.event(second, "fresh") != nil, "\(second.stdout)")
+        #expect(s.origin.requests(to: "/img.bin").count == 1, "no request to the resource's URL")
+        #expect(s.origin.requests(to: "/img.bin.zsync").last?.header("if-none-match") == nil)
+        // The next: conditionally on the control file's validators, a 304.
+        let third = try s.runJSON()
+        #expect(third.status == 0 && Self.event(third, "fresh") != nil, "\(third.stdout)")
+        #expect(s.origin.requests(to: "/img.bin.zsync").last?.header("if-none-match") == "\"z1\"")
+        #expect(s.origin.requests(to: "/img.bin").count == 1)
+        // A new version: the conditional request brings the new control file, and a delta.
+        s.origin.serve("/img.bin", OriginResource(new, etag: "\"v2\""))
+        s.origin.serve("/img.bin.zsync", OriginResource(try Zsyncmake.control(new, name: "img.bin"), etag: "\"z2\""))
+        let fourth = try s.runJSON()
+        #expect(fourth.status == 0 && Self.event(fourth, "placed")?["delta"] as? Bool == true, "\(fourth.stdout)")
+        #expect(s.cached("t/img.bin") == new)
+        // The copy's SHA-1 is the new control file's: the next release asks with its validators.
+        let fifth = try s.runJSON()
+        #expect(fifth.status == 0 && Self.event(fifth, "fresh") != nil, "\(fifth.stdout)")
+        #expect(s.origin.requests(to: "/img.bin.zsync").last?.header("if-none-match") == "\"z2\"")
+    }
+
     /// The text output: `placed … (delta: F fetched, R reused)`, and `delta not used: REASON`.
     @Test func theLinesSayWhatTheDeltaDid() throws {
         let (old, new) = Self.pair(5)

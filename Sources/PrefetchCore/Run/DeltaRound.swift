@@ -60,7 +60,7 @@ struct DeltaRound {
     private mutating func runOne(_ job: TransferJob, pauseReason: @escaping (Feed) -> String?, stopRequested: @escaping () -> Bool) -> TransferJob? {
         let feed = job.feed.feed
         let started = Date(), startedAt = clock()
-        var delta = DeltaTransfer(job: job, cache: cache, config: config, environment: environment) {
+        var delta = DeltaTransfer(job: job, cache: cache, state: state, config: config, environment: environment) {
             stopRequested() ? "stopped" : pauseReason(feed)
         }
         let outcome = delta.run()
@@ -101,6 +101,7 @@ struct DeltaRound {
                                    sha256: job.resource.sha256, placed: true, encoding: job.resource.encoding, at: self.clock(),
                                    clearPartial: job.partial != nil, file: placed.identity,
                                    keepingReplaced: job.feed.feed.consistency == .release)
+            try $0.recordCopySHA1(job.key, placed.sha1)
             try $0.recordAttempt(job.key, startedAt: startedAt, finishedAt: self.clock(), bytes: wire, httpStatus: 206,
                                  outcome: "placed (delta)", error: nil)
         }

@@ -23,6 +23,8 @@ struct DeltaTransfer {
 
     struct Placed {
         let length: UInt64
+        /// The file's SHA-1 (its control file's).
+        let sha1: String
         let reused: UInt64
         let validators: Validators
         let identity: FileIdentity
@@ -31,6 +33,7 @@ struct DeltaTransfer {
 
     let job: TransferJob
     let cache: CacheFolder
+    let state: StateStore
     let config: Config
     let environment: [String: String]
     /// Nil to go on, else why the delta must end now.
@@ -45,14 +48,18 @@ struct DeltaTransfer {
     private var validator: String?
     private var rangeValidators = Validators()
     private var reused: UInt64 = 0
+    /// The control file's validators to ask with (nil: without conditions).
+    private var controlValidators: Validators?
     private var interrupted: String?
     private var writeError: String?
     private var buffer = [UInt8](repeating: 0, count: 256 * 1024)
     private var deltaName: String { CacheLayout.deltaName(feed: job.key.feed, path: job.key.path) }
 
-    init(job: TransferJob, cache: CacheFolder, config: Config, environment: [String: String], keepGoing: @escaping () -> String?) {
+    init(job: TransferJob, cache: CacheFolder, state: StateStore, config: Config, environment: [String: String],
+         keepGoing: @escaping () -> String?) {
         self.job = job
         self.cache = cache
+        self.state = state
         self.config = config
         self.environment = environment
         self.keepGoing = keepGoing
@@ -60,9 +67,16 @@ struct DeltaTransfer {
 
     mutating func run() -> Outcome {
         guard MD4.isAvailable else { return .wholeFetch(.noMD4) }
+        guard let url = job.resource.zsync.controlURL(for: job.url) else { return .wholeFetch(.controlUnusable("no control file URL")) }
         let seed = cache.openFinal(feed: job.key.feed, path: job.key.path)
-        let copySHA1 = seed.flatMap { try? CacheFolder.sha1($0, buffer: &buffer).get() }
-        var machine = DeltaMachine(.init(revalidates: job.cachedValidators != nil && seed != nil, conditional: false, copySHA1: copySHA1))
+        var copySHA1: String?
+        if let seed { copySHA1 = sha1(of: seed) }
+        // The control file stands in for the copy's revalidation, conditionally on its own
+        // validators while their SHA-1 is the copy's (SPEC §9); a changed entry asks without.
+        let revalidates = job.cachedValidators != nil && seed != nil
+        let known = try? state.controlFile(url.text)
+        if revalidates, let known, known.sha1 == copySHA1 { controlValidators = known.validators }
+        var machine = DeltaMachine(.init(revalidates: revalidates, conditional: controlValidators != nil, copySHA1: copySHA1))
         var action = machine.first
         while true {
             switch action {
@@ -100,6 +114,15 @@ struct DeltaTransfer {
         return outcome
     }
 
+    /// The copy's SHA-1: as recorded while the copy is the file recorded, else read once from it and recorded.
+    private mutating func sha1(of seed: FileDescriptor) -> String? {
+        guard case .success(let info) = seed.status() else { return nil }
+        if let recorded = try? state.copySHA1(job.key, file: FileIdentity(info)) { return recorded }
+        guard let computed = try? CacheFolder.sha1(seed, buffer: &buffer).get() else { return nil }
+        try? state.recordCopySHA1(job.key, computed)
+        return computed
+    }
+
     // MARK: The control file
 
     private mutating func askControl(conditional: Bool) -> DeltaMachine.ControlAnswer {
@@ -114,7 +137,7 @@ struct DeltaTransfer {
         let most = resource.size ?? min(resource.maxSize ?? config.maxSize.bytes, config.maxSize.bytes)
         let limit = ZsyncControl.headerLimit + Int(clamping: 20 * ((most + 255) / 256))
         let fetcher = SourceFetcher(config: config)
-        let request = SourceRequest(url: url, headers: headers, validators: nil, limit: limit, limitName: "the control file's limit",
+        let request = SourceRequest(url: url, headers: headers, validators: conditional ? controlValidators : nil, limit: limit, limitName: "the control file's limit",
                                     what: "control file", allowsDowngrade: false, clientCertificate: config.clientCertificate)
         let response = fetcher.fetch(request, stopRequested: { keepGoing() != nil })
         wireBytes += fetcher.bodyBytes
@@ -129,10 +152,11 @@ struct DeltaTransfer {
             if status == 0 { return .failed(message, ownOrigin: ownOrigin) }
             if status != 200 { return .status(status, ownOrigin: ownOrigin) }
             return .unusable(message)
-        case .body(let bytes, _):
+        case .body(let bytes, let validators):
             do {
                 let read = try ZsyncControl(parsing: bytes, maxSize: config.maxSize.bytes, size: resource.size)
                 control = read
+                try? state.recordControlFile(url.text, validators: validators, sha1: read.sha1)
                 return .file(sha1: read.sha1)
             } catch {
                 return .unusable(error.detail)
@@ -253,7 +277,7 @@ struct DeltaTransfer {
         case .failure(let error): return .failure(.cannotWrite(error.description))
         case .success(let (folder, createdIn)):
             partial = nil
-            return .success(Placed(length: digests.length, reused: reused, validators: rangeValidators, identity: digests.identity,
+            return .success(Placed(length: digests.length, sha1: digests.sha1, reused: reused, validators: rangeValidators, identity: digests.identity,
                                    folders: [folder] + createdIn))
         }
     }

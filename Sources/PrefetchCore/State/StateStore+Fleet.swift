@@ -32,6 +32,7 @@ extension StateStore {
         try db.run("DELETE FROM resources WHERE feed = ?", [.text(feed)])
         try db.run("DELETE FROM partials WHERE feed = ?", [.text(feed)])
         try db.run("DELETE FROM url_validators WHERE feed = ?", [.text(feed)])
+        try db.run("DELETE FROM delta_partials WHERE feed = ?", [.text(feed)])
         try db.run("DELETE FROM feeds WHERE feed = ?", [.text(feed)])
         try db.run("DELETE FROM attempts WHERE feed = ?", [.text(feed)])
         try db.run("DELETE FROM metered_usage WHERE feed = ?", [.text(feed)])

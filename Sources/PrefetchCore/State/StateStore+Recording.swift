@@ -214,6 +214,7 @@ extension StateStore {
     public func deleteResource(_ key: ResourceKey) throws(SQLiteError) {
         try db.run("DELETE FROM resources WHERE feed = ? AND path = ?", [.text(key.feed), .text(key.path)])
         try db.run("DELETE FROM url_validators WHERE feed = ? AND path = ?", [.text(key.feed), .text(key.path)])
+        try db.run("DELETE FROM delta_partials WHERE feed = ? AND path = ?", [.text(key.feed), .text(key.path)])
         try deletePartial(key)
     }
 

@@ -210,6 +210,30 @@ extension StateStore {
         ) WITHOUT ROWID;
         CREATE INDEX kept_files_by_sha256 ON kept_files (sha256);
         """,
+        // 7 → 8: deltas (SPEC §9). The SHA-1 of a placed zsync resource's copy (what its
+        // control file is compared with); each control file's validators and SHA-1 per URL
+        // (asked conditionally only while that SHA-1 is the copy's); and a delta partial's
+        // record: its control file's URL and validators and the If-Range validator of its 206s.
+        """
+        ALTER TABLE resources ADD COLUMN sha1 TEXT;
+        CREATE TABLE zsync_controls (
+            url TEXT PRIMARY KEY,
+            etag TEXT,
+            last_modified TEXT,
+            sha1 TEXT NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE delta_partials (
+            feed TEXT NOT NULL,
+            path TEXT NOT NULL,
+            control_url TEXT NOT NULL,
+            control_etag TEXT,
+            control_last_modified TEXT,
+            sha1 TEXT NOT NULL,
+            if_range TEXT,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (feed, path)
+        ) WITHOUT ROWID;
+        """,
     ]
 
     /// Applies every migration after `version`, each in its own transaction; after the
