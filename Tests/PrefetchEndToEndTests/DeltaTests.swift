@@ -41,6 +41,11 @@ import PrefetchCore
     @Test func aChangedFileCostsTheBlocksThatChanged() throws {
         let (old, new) = Self.pair(1)
         let s = try Self.changed(old, new)
+        // The plan: due with `changed (delta)`, its whole size, and the control file's bound on top.
+        let row = try #require(try s.plan().first { $0["path"] as? String == "img.bin" })
+        #expect(row["reason"] as? String == "changed (delta)" && row["zsync"] as? String == "auto", "\(row)")
+        #expect(row["remaining"] as? Int == old.count + 65_536, "the copy's length and 64 KiB (no size in the entry): \(row)")
+        #expect(try s.run(["plan"]).stdout.contains("changed (delta)"))
         let run = try s.runJSON()
         #expect(run.status == 0, "\(run.diagnostics)")
         #expect(s.cached("t/img.bin") == new)

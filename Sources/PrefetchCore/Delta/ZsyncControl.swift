@@ -34,6 +34,12 @@ struct ZsyncControl: Sendable, Equatable {
 
     /// The most a header may hold, and a block entry at most (4 + 16 bytes).
     static let headerLimit = 64 * 1024
+
+    /// What a control file may cost before it is fetched (SPEC §9, the budget and the plan):
+    /// 64 KiB and 20 bytes a 2 KiB block of `size`, or 64 KiB without a size.
+    static func bound(size: UInt64?) -> UInt64 {
+        UInt64(headerLimit) + (size.map { 20 * (($0 + 2047) / 2048) } ?? 0)
+    }
     static let entryLimit = 20
     /// The zsync format this reader implements; a control file that needs a newer one is refused.
     static let formatVersion = [0, 6, 2]

@@ -102,6 +102,7 @@ public struct PlanRenderer {
             row.add("bytes", item.bytes)
             row.add("remaining", item.remaining)
             row.add("from", item.localSource)
+            row.add("zsync", item.zsync)
             row.add("priority", item.priority.rawValue)
             row.add("window_end", item.windowEnd.map(time))
             row.add("eta", item.estimatedFinish.map(time))

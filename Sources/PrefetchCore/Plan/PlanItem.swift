@@ -9,6 +9,8 @@ public struct PlanItem: Sendable, Equatable {
     let source: ResourceURL
     /// The URL with query values elided.
     public var url: String { source.redacted }
+    /// Its effective `zsync` (SPEC §9) as `plan --json` shows it: `auto`, the control file's URL, or nil.
+    public let zsync: String?
     /// A short fixed phrase (docs/commands.md, "plan", lists them).
     public var reason: String
     /// The last error, for failed and backoff.
@@ -56,6 +58,7 @@ public struct PlanItem: Sendable, Equatable {
         self.feed = feed
         self.path = resource.path
         self.source = resource.url
+        self.zsync = resource.zsync.jsonValue
         self.reason = reason
         self.values = Values(status: status, priority: resource.priority, row: UInt32(truncatingIfNeeded: row))
         self.bytes = bytes
@@ -66,6 +69,7 @@ public struct PlanItem: Sendable, Equatable {
         self.feed = feed
         self.path = resource.path
         self.source = resource.url
+        self.zsync = resource.zsync.jsonValue
         self.reason = reason
         self.error = error
         self.server = server

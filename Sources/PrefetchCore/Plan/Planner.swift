@@ -239,7 +239,11 @@ public enum Planner {
             planFromCache(&item, resource, source: source, in: context)
             return item
         }
-        let dueReason = !cached ? (resumePoint != nil ? "resume" : "not cached") : changed ? "changed" : "stale"
+        var dueReason = !cached ? (resumePoint != nil ? "resume" : "not cached") : changed ? "changed" : "stale"
+        if cached, resource.triesDelta {  // SPEC §9: its control file first, then what the scan leaves
+            dueReason += " (delta)"
+            item.remaining = bytes.map { $0 + ZsyncControl.bound(size: resource.size) }
+        }
         planWork(&item, resource, state: state, resuming: resumePoint != nil, dueReason: dueReason, in: context)
         holdForOrigin(&item, resource, state: state, in: context)
         return item

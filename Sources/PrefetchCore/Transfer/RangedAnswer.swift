@@ -37,11 +37,10 @@ struct RangedAnswer {
         self.validator = validator
     }
 
-    /// The strong validator of a 206: its ETag when strong, else its Last-Modified (SPEC §7's
-    /// If-Range rule), else none.
+    /// The strong validator of a 206, as SPEC §7's If-Range rule has it (`ResumeRule`): its
+    /// ETag when strong; with no ETag at all, its Last-Modified when that is a strong date.
     static func validator(of head: ResponseRules.Head) -> String? {
-        if let etag = head.etag, !ResponseRules.isWeakTag(etag) { return etag }
-        return head.lastModified
+        ResumeRule.strongValidator(head.facts)
     }
 
     /// Takes the final head; false when the body is not to be read (the verdict says why).
@@ -58,9 +57,10 @@ struct RangedAnswer {
         }
         if let problem = head.invalid { return refuse(.invalid(problem)) }
         if let coding = head.contentEncoding, coding.lowercased() != "identity" { return refuse(.invalid("Content-Encoding: \(coding)")) }
-        let carried = Self.validator(of: head)
+        // Every 206 carries the same strong validator (SPEC §9): one without ties its bytes to no version.
+        guard let carried = Self.validator(of: head) else { return refuse(.stale("a 206 without a strong ETag or Last-Modified")) }
         if let validator, carried != validator {
-            return refuse(.stale("its validator \(carried ?? "(none)") is not the earlier answers' \(validator)"))
+            return refuse(.stale("its validator \(carried) is not the earlier answers' \(validator)"))
         }
         validator = carried
         if let type = head.contentType, let boundary = ByteRangesReader.boundary(contentType: type) {
