@@ -77,7 +77,7 @@ final class ApacheOrigin {
 
     /// posix_spawn with an empty signal mask and default dispositions, standard streams on
     /// /dev/null and no other descriptor inherited.
-    private static func spawn(_ arguments: [String]) throws -> pid_t {
+    static func spawn(_ arguments: [String]) throws -> pid_t {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -119,8 +119,12 @@ final class ApacheOrigin {
 
     /// The access log (Apache writes a request's line once it is answered).
     func log() -> [Logged] {
-        let text = (try? String(contentsOf: run.appendingPathComponent("access.log"), encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").compactMap { line in
+        Self.parseLog((try? String(contentsOf: run.appendingPathComponent("access.log"), encoding: .utf8)) ?? "")
+    }
+
+    /// Lines `STATUS METHOD PATH range=[…] if_range=[…] bytes=N` (lighttpd's log is made the same).
+    static func parseLog(_ text: String) -> [Logged] {
+        text.split(separator: "\n").compactMap { line in
             let parts = line.split(separator: " ", maxSplits: 3)
             guard parts.count == 4, let status = Int(parts[0]) else { return nil }
             func field(_ name: String) -> String? {

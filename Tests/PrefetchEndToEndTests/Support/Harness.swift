@@ -13,11 +13,13 @@ protocol TestServer: AnyObject {
 extension TestOrigin: TestServer {}
 extension NginxOrigin: TestServer {}
 extension ApacheOrigin: TestServer {}
+extension LighttpdOrigin: TestServer {}
 
 /// The fault-injecting origin's harness (FAULTS scenarios), and real nginx's.
 typealias FaultHarness = Harness<TestOrigin>
 typealias NginxHarness = Harness<NginxOrigin>
 typealias ApacheHarness = Harness<ApacheOrigin>
+typealias LighttpdHarness = Harness<LighttpdOrigin>
 
 /// One end-to-end case: a temporary folder with `feeds/` and `cache/`, an origin on
 /// 127.0.0.1, and the real `prefetch` binary run in that folder — the one harness of the
@@ -199,5 +201,18 @@ extension Harness where Origin == ApacheOrigin {
     }
 
     /// The folder Apache serves.
+    var www: URL { dir.url.appendingPathComponent("www") }
+}
+
+extension Harness where Origin == LighttpdOrigin {
+    /// A fresh folder whose `www/` holds `files`, served by a real lighttpd.
+    convenience init(lighttpdFiles files: [String: [UInt8]]) throws {
+        let dir = try TemporaryFolder()
+        chmod(dir.url.path, 0o755)  // lighttpd serves as another user when run as root
+        try FileManager.default.createDirectory(at: dir.url.appendingPathComponent("www"), withIntermediateDirectories: true)
+        for (name, bytes) in files { try dir.write("www/" + name, Data(bytes)) }
+        self.init(dir: dir, origin: try LighttpdOrigin(root: dir.url.appendingPathComponent("www")))
+    }
+
     var www: URL { dir.url.appendingPathComponent("www") }
 }
