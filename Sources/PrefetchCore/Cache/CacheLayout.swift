@@ -52,6 +52,7 @@ public enum CacheLayout {
     static func deltaName(feed: String, path: String) -> String {
         String(partialName(feed: feed, path: path).dropLast(partialSuffix.utf8.count)) + deltaSuffix
     }
+    static func isDeltaFile(_ name: String) -> Bool { name.hasSuffix(deltaSuffix) || name.hasSuffix(controlSuffix) }
     static func controlName(feed: String, path: String) -> String {
         String(partialName(feed: feed, path: path).dropLast(partialSuffix.utf8.count)) + controlSuffix
     }

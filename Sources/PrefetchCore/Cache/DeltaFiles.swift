@@ -70,8 +70,30 @@ extension CacheFolder {
         return nil
     }
 
-    /// Opens the partial-folder file `name` for writing (the delta partial, kept open while assembled).
+    /// Opens the partial-folder file `name` for reading and writing (a kept delta partial).
     func openDeltaPartial(_ name: String) -> FileDescriptor? {
         openPartial(name)?.file
+    }
+
+    /// The bytes of the partial-folder file `name` (a kept control file), when it is a regular
+    /// file of at most `limit` bytes.
+    func readPartialFile(_ name: String, limit: Int) -> [UInt8]? {
+        guard let (file, size, _) = openPartial(name), size <= UInt64(limit) else { return nil }
+        var bytes = [UInt8](repeating: 0, count: Int(size))
+        var filled = 0
+        while filled < bytes.count {
+            let read = bytes.withUnsafeMutableBytes { file.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[filled...])) }
+            guard case .success(let count) = read, count > 0 else { return nil }
+            filled += count
+        }
+        return bytes
+    }
+
+    /// Writes `bytes` as the partial-folder file `name` (a control file kept beside its delta
+    /// partial), fsynced; false when it cannot.
+    func writePartialFile(_ name: String, _ bytes: [UInt8]) -> Bool {
+        guard case .success(let file) = createPartial(name) else { return false }
+        let written = bytes.withUnsafeBytes { file.write($0) }
+        return written.isSuccess && file.sync().isSuccess
     }
 }

@@ -127,11 +127,18 @@ public enum GarbageCollector {
             Removal(path: CacheLayout.metaEntry(CacheLayout.partials) + "/" + entry.name, reason: "copy of a local source a run left",
                     key: nil, feed: nil, folder: partials, name: entry.name, above: [])
         }
-        let names = entries.filter { CacheLayout.isPartial($0.name) }
+        // A delta's partial and its control file (SPEC §9) are a zsync resource's: as partials are its resource's.
+        let names = entries.filter { CacheLayout.isPartial($0.name) || CacheLayout.isDeltaFile($0.name) }
         guard !names.isEmpty else { return removals }
         var owned = Set<String>()  // partial names are hashes: computed only when there are partials
         for feed in feeds {
-            for resource in feed.resources { owned.insert(CacheFolder.partialName(feed: feed.name, path: resource.path)) }
+            for resource in feed.resources {
+                owned.insert(CacheFolder.partialName(feed: feed.name, path: resource.path))
+                if resource.triesDelta {
+                    owned.insert(CacheLayout.deltaName(feed: feed.name, path: resource.path))
+                    owned.insert(CacheLayout.controlName(feed: feed.name, path: resource.path))
+                }
+            }
         }
         for entry in names {
             guard case .success(let info) = FileSystem.status(of: entry.name, in: partials) else { continue }

@@ -16,6 +16,9 @@ struct DeltaMachine: Equatable {
         var conditional: Bool
         /// The cached copy's SHA-1 (nil: no copy).
         var copySHA1: String?
+        /// A delta partial is kept with its control file (SPEC §9 "Resume"): the control file
+        /// is asked again conditionally on its validators, and a 304 keeps it.
+        var resumes = false
     }
 
     enum Phase: Equatable { case control, scanning, ranges, checking, ended }
@@ -79,7 +82,7 @@ struct DeltaMachine: Equatable {
     }
 
     /// The first action.
-    var first: Action { .askControl(conditional: start.revalidates && start.conditional) }
+    var first: Action { .askControl(conditional: start.resumes || (start.revalidates && start.conditional)) }
 
     mutating func handle(_ event: Event) -> Action {
         let action = next(event)
@@ -112,6 +115,7 @@ struct DeltaMachine: Equatable {
     private func afterControl(_ answer: ControlAnswer) -> Action {
         switch answer {
         case .notModified:
+            if start.resumes { return .scan }  // the kept control file stands: the delta goes on
             return start.revalidates && start.conditional ? .fresh : .wholeFetch(.controlUnusable("HTTP 304 to a request without conditions"))
         case .file(let sha1):
             guard sha1 != start.copySHA1 else {

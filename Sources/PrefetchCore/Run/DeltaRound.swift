@@ -29,11 +29,12 @@ struct DeltaRound {
     }
 
     /// Whether `job` tries a delta: its entry has a control file and an effective `encoding`
-    /// of `refuse`, and it has a seed (its cached copy).
+    /// of `refuse`, and it has a seed (its cached copy, or a delta partial a run kept).
     static func tries(_ job: TransferJob, in cache: CacheFolder) -> Bool {
         guard job.resource.triesDelta else { return false }
         var folders: [String: FileDescriptor] = [:]
         return cache.finalSize(feed: job.key.feed, path: job.key.path, folders: &folders) != nil
+            || cache.partialFile(CacheLayout.deltaName(feed: job.key.feed, path: job.key.path)) != nil
     }
 
     /// The jobs handed back for a whole fetch since the last call.

@@ -1,17 +1,21 @@
 import Foundation
 
 /// One resource's delta (SPEC §9 "Deltas (zsync)"): the I/O around `DeltaMachine` — the
-/// control file asked for, the seed scanned into the delta partial, the missing blocks
-/// fetched as ranges, the assembled file checked — ending in what the caller records.
-/// Runs on the delta round's thread, off the transfer loop; `keepGoing` (a stop, a pause,
-/// the window's end) is asked at least every 100 ms.
+/// control file asked for, the seeds scanned into the delta partial, the missing blocks
+/// fetched as ranges (`DeltaTransfer+Blocks`), the assembled file checked and placed —
+/// ending in what the caller records. Runs on the delta round's thread, off the transfer
+/// loop; `keepGoing` (a stop, a pause, the window's end) is asked at least every 100 ms.
+///
+/// Resume: a delta that stops keeps its partial, fsynced, and its control file beside it in
+/// the partial folder, with their record in state.db; the next one asks for the control file
+/// conditionally (a 304 keeps it) and scans the partial again as a seed.
 struct DeltaTransfer {
     /// How the delta ended.
     enum Outcome {
         /// The copy is current (the control file said so).
         case fresh
-        /// The file is assembled, checked, fsynced and renamed into place (`folder` and the
-        /// folders created on the way to fsync before it is recorded).
+        /// The file is assembled, checked, fsynced and renamed into place (`folders`: where
+        /// it went, and the folders created on the way, to fsync before it is recorded).
         case placed(Placed)
         /// The delta's trouble: fetch the resource whole in this pass.
         case wholeFetch(DeltaRefusal)
@@ -39,21 +43,27 @@ struct DeltaTransfer {
     /// Nil to go on, else why the delta must end now.
     let keepGoing: () -> String?
     /// Body bytes that came over the wire (control file and ranges).
-    private(set) var wireBytes: UInt64 = 0
+    var wireBytes: UInt64 = 0
 
-    private var blocks: DeltaBlocks?
-    private var control: ZsyncControl?
-    private var partial: FileDescriptor?
+    // The delta's own state, shared with its extension.
+    var blocks: DeltaBlocks?
+    var control: ZsyncControl?
+    /// The control file's URL, and its bytes and validators as last fetched (kept beside the partial).
+    var controlURL: ResourceURL?
+    var controlBytes: [UInt8] = []
+    var controlValidators: Validators?
+    /// A delta partial kept by an earlier run, with its control file.
+    var kept: (record: DeltaPartialRecord, control: ZsyncControl, bytes: [UInt8])?
+    var partial: FileDescriptor?
     /// The strong validator of the delta's 206s (sent as If-Range), and their validators.
-    private var validator: String?
-    private var rangeValidators = Validators()
-    private var reused: UInt64 = 0
-    /// The control file's validators to ask with (nil: without conditions).
-    private var controlValidators: Validators?
-    private var interrupted: String?
-    private var writeError: String?
-    private var buffer = [UInt8](repeating: 0, count: 256 * 1024)
-    private var deltaName: String { CacheLayout.deltaName(feed: job.key.feed, path: job.key.path) }
+    var validator: String?
+    var rangeValidators = Validators()
+    var reused: UInt64 = 0
+    var interrupted: String?
+    var writeError: String?
+    var buffer = [UInt8](repeating: 0, count: 256 * 1024)
+    var deltaName: String { CacheLayout.deltaName(feed: job.key.feed, path: job.key.path) }
+    var controlName: String { CacheLayout.controlName(feed: job.key.feed, path: job.key.path) }
 
     init(job: TransferJob, cache: CacheFolder, state: StateStore, config: Config, environment: [String: String],
          keepGoing: @escaping () -> String?) {
@@ -66,17 +76,24 @@ struct DeltaTransfer {
     }
 
     mutating func run() -> Outcome {
-        guard MD4.isAvailable else { return .wholeFetch(.noMD4) }
-        guard let url = job.resource.zsync.controlURL(for: job.url) else { return .wholeFetch(.controlUnusable("no control file URL")) }
+        guard MD4.isAvailable else { return end(.wholeFetch(.noMD4)) }
+        guard let url = job.resource.zsync.controlURL(for: job.url) else { return end(.wholeFetch(.controlUnusable("no control file URL"))) }
+        controlURL = url
         let seed = cache.openFinal(feed: job.key.feed, path: job.key.path)
         var copySHA1: String?
         if let seed { copySHA1 = sha1(of: seed) }
+        kept = keptPartial(url)
         // The control file stands in for the copy's revalidation, conditionally on its own
-        // validators while their SHA-1 is the copy's (SPEC §9); a changed entry asks without.
+        // validators while their SHA-1 is the copy's (SPEC §9); a changed entry asks without;
+        // a kept partial's control file is asked for on its own validators.
         let revalidates = job.cachedValidators != nil && seed != nil
-        let known = try? state.controlFile(url.text)
-        if revalidates, let known, known.sha1 == copySHA1 { controlValidators = known.validators }
-        var machine = DeltaMachine(.init(revalidates: revalidates, conditional: controlValidators != nil, copySHA1: copySHA1))
+        if let kept {
+            controlValidators = kept.record.validators
+        } else if revalidates, let known = try? state.controlFile(url.text), known.sha1 == copySHA1 {
+            controlValidators = known.validators
+        }
+        var machine = DeltaMachine(.init(revalidates: revalidates, conditional: controlValidators != nil, copySHA1: copySHA1,
+                                         resumes: kept != nil))
         var action = machine.first
         while true {
             switch action {
@@ -92,7 +109,7 @@ struct DeltaTransfer {
                 action = machine.handle(.ranges(answer))
             case .check:
                 switch check() {
-                case .success(let placed): return .placed(placed)
+                case .success(let placed): return end(.placed(placed))
                 case .failure(.mismatch(let detail)): action = machine.handle(.checked(mismatch: detail))
                 case .failure(.cannotWrite(let detail)): return end(.failed(detail, status: nil))
                 }
@@ -108,9 +125,18 @@ struct DeltaTransfer {
         }
     }
 
-    /// Removes the delta partial, then ends with `outcome`.
-    private func end(_ outcome: Outcome) -> Outcome {
-        if partial != nil || control != nil { cache.removePartial(deltaName) }
+    /// Ends with `outcome`: a delta that stopped or failed keeps its partial and control file
+    /// (fsynced, recorded) for the next run; any other end removes them and their record.
+    private mutating func end(_ outcome: Outcome) -> Outcome {
+        switch outcome {
+        case .interrupted, .failed:
+            if keep() { return outcome }
+        case .fresh, .placed, .wholeFetch:
+            break
+        }
+        if partial != nil || kept != nil { cache.removePartial(deltaName) }
+        cache.removePartial(controlName)
+        try? state.deleteDeltaPartial(job.key)
         return outcome
     }
 
@@ -127,7 +153,7 @@ struct DeltaTransfer {
 
     private mutating func askControl(conditional: Bool) -> DeltaMachine.ControlAnswer {
         let resource = job.resource
-        guard let url = resource.zsync.controlURL(for: job.url) else { return .unusable("no control file URL") }
+        guard let url = controlURL else { return .unusable("no control file URL") }
         let ownOrigin = url.origin == job.url.origin
         let headers: [String]
         do { headers = ownOrigin ? try resource.headerLines(environment: environment) : [] } catch {
@@ -137,12 +163,15 @@ struct DeltaTransfer {
         let most = resource.size ?? min(resource.maxSize ?? config.maxSize.bytes, config.maxSize.bytes)
         let limit = ZsyncControl.headerLimit + Int(clamping: 20 * ((most + 255) / 256))
         let fetcher = SourceFetcher(config: config)
-        let request = SourceRequest(url: url, headers: headers, validators: conditional ? controlValidators : nil, limit: limit, limitName: "the control file's limit",
-                                    what: "control file", allowsDowngrade: false, clientCertificate: config.clientCertificate)
+        let request = SourceRequest(url: url, headers: headers, validators: conditional ? controlValidators : nil, limit: limit,
+                                    limitName: "the control file's limit", what: "control file", allowsDowngrade: false,
+                                    clientCertificate: config.clientCertificate)
         let response = fetcher.fetch(request, stopRequested: { keepGoing() != nil })
         wireBytes += fetcher.bodyBytes
         switch response {
-        case .notModified: return .notModified
+        case .notModified:
+            if let kept { (control, controlBytes) = (kept.control, kept.bytes) }
+            return .notModified
         case .failed(let message):
             if let reason = keepGoing() {
                 interrupted = reason
@@ -155,7 +184,7 @@ struct DeltaTransfer {
         case .body(let bytes, let validators):
             do {
                 let read = try ZsyncControl(parsing: bytes, maxSize: config.maxSize.bytes, size: resource.size)
-                control = read
+                (control, controlBytes, controlValidators) = (read, bytes, validators)
                 try? state.recordControlFile(url.text, validators: validators, sha1: read.sha1)
                 return .file(sha1: read.sha1)
             } catch {
@@ -164,99 +193,9 @@ struct DeltaTransfer {
         }
     }
 
-    // MARK: The scan
-
-    /// Creates the delta partial and writes into it every block the seed holds; nil when
-    /// interrupted or the partial cannot be written.
-    private mutating func scan(_ seed: FileDescriptor?) -> (missing: UInt64, length: UInt64)? {
-        guard let control else { return nil }
-        var blocks = DeltaBlocks(blockSize: control.blockSize, length: control.length)
-        switch cache.createDeltaPartial(deltaName, length: control.length) {
-        case .failure(let error):
-            writeError = "cannot write \(cache.path)/\(CacheLayout.metaEntry("partial/" + deltaName)): \(error)"
-            return nil
-        case .success(let file): partial = file
-        }
-        if let seed, case .success = seed.seek(to: 0), let file = partial, var matcher = BlockMatcher(control) {
-            var failed: String?
-            matcher.scan(fill: { buffer in (try? seed.read(into: buffer).get()) ?? 0 }, block: { index, bytes in
-                guard failed == nil, !blocks.have[index] else { return }
-                if case .failure(let error) = file.write(bytes, at: UInt64(index) * UInt64(control.blockSize)) {
-                    failed = "cannot write the delta partial: \(error)"
-                    return
-                }
-                blocks.markHad(index)
-            }, keepGoing: {
-                if failed != nil { return false }
-                if let reason = keepGoing() { interrupted = reason; return false }
-                return true
-            })
-            if let failed { writeError = failed; return nil }
-            if interrupted != nil { return nil }
-        }
-        reused = control.length - blocks.missingBytes
-        self.blocks = blocks
-        return (blocks.missingBytes, control.length)
-    }
-
-    // MARK: The ranges
-
-    private mutating func askRanges() -> DeltaMachine.RangesAnswer {
-        guard var blocks, let control, let file = partial else { return .failed("no delta partial") }
-        let asked = blocks.nextRequest
-        let headers: [String]
-        do { headers = try job.resource.headerLines(environment: environment) } catch { return .failed(error.message) }
-        let limits = job.feed.limits
-        let request = RangeFetcher.Request(url: job.url, headers: headers, ranges: asked, ifRange: validator,
-                                           connectTimeout: limits.connectTimeout ?? config.connectTimeout,
-                                           responseTimeout: limits.responseTimeout ?? config.responseTimeout,
-                                           stallTimeout: limits.stallTimeout ?? config.stallTimeout)
-        var answer = RangedAnswer(asked: asked, length: control.length, validator: validator)
-        var headTaken = false
-        var failedWrite: String?
-        let fetcher = RangeFetcher(config: config)
-        let outcome = fetcher.fetch(request, keepGoing: keepGoing) { bytes, head in
-            if !headTaken {
-                headTaken = true
-                guard answer.take(head: head) else { return false }
-            }
-            return answer.take(body: bytes) { offset, data in
-                let pieces = blocks.usable(offset: offset, count: data.count)
-                if let error = CacheFolder.write(data, at: offset, pieces: pieces, to: file) {
-                    failedWrite = "cannot write the delta partial: \(error)"
-                    return false
-                }
-                return true
-            }
-        }
-        wireBytes += fetcher.bodyBytes
-        if let failedWrite { writeError = failedWrite; return .failed(failedWrite) }
-        switch outcome {
-        case .failed(let message): return .failed(message)
-        case .interrupted(let reason):
-            interrupted = reason
-            return .failed(reason)
-        case .answered(let head):
-            if !headTaken { _ = answer.take(head: head) }
-            if head.status == 206 { rangeValidators = Validators(etag: head.etag.flatMap { ResponseRules.isWeakTag($0) ? nil : $0 }, lastModified: head.lastModified) }
-        case .refused: break
-        }
-        switch answer.finish() {
-        case .whole: return .whole
-        case .invalid(let detail): return .invalid(detail)
-        case .stale(let detail): return .stale(detail)
-        case .status(let status): return .status(status)
-        case .reading:
-            validator = answer.validator
-            let brought = blocks.take(answer.received)
-            self.blocks = blocks
-            return brought == 0 ? .nothing : .brought(missing: blocks.missingBytes)
-        }
-    }
-
     // MARK: The check
 
-    private enum CheckFailure: Error { case mismatch(String), cannotWrite(String) }
+    enum CheckFailure: Error { case mismatch(String), cannotWrite(String) }
 
     /// fsyncs the delta partial, checks its SHA-1 (and `sha256`, `size`), and renames it into place.
     private mutating func check() -> Result<Placed, CheckFailure> {
@@ -277,8 +216,8 @@ struct DeltaTransfer {
         case .failure(let error): return .failure(.cannotWrite(error.description))
         case .success(let (folder, createdIn)):
             partial = nil
-            return .success(Placed(length: digests.length, sha1: digests.sha1, reused: reused, validators: rangeValidators, identity: digests.identity,
-                                   folders: [folder] + createdIn))
+            return .success(Placed(length: digests.length, sha1: digests.sha1, reused: reused, validators: rangeValidators,
+                                   identity: digests.identity, folders: [folder] + createdIn))
         }
     }
 }

@@ -213,7 +213,8 @@ extension StateStore {
         // 7 → 8: deltas (SPEC §9). The SHA-1 of a placed zsync resource's copy (what its
         // control file is compared with); each control file's validators and SHA-1 per URL
         // (asked conditionally only while that SHA-1 is the copy's); and a delta partial's
-        // record: its control file's URL and validators and the If-Range validator of its 206s.
+        // record: its control file's URL, validators and SHA-1, the If-Range validator of its
+        // 206s, and the bytes of its blocks still missing (`plan --json`'s `remaining`).
         """
         ALTER TABLE resources ADD COLUMN sha1 TEXT;
         CREATE TABLE zsync_controls (
@@ -230,6 +231,7 @@ extension StateStore {
             control_last_modified TEXT,
             sha1 TEXT NOT NULL,
             if_range TEXT,
+            missing INTEGER NOT NULL,
             updated_at INTEGER NOT NULL,
             PRIMARY KEY (feed, path)
         ) WITHOUT ROWID;
