@@ -16,16 +16,17 @@ enum Zsyncmake {
         return Array(try Data(contentsOf: URL(fileURLWithPath: out)))
     }
 
-    /// Runs a tool in `folder`; throws when it fails. Returns its standard error.
+    /// Runs a tool in `folder`; throws when it fails. Returns its standard error (`output`:
+    /// and its standard output, together).
     @discardableResult
-    static func run(_ tool: String, _ arguments: [String], in folder: URL) throws -> String {
+    static func run(_ tool: String, _ arguments: [String], in folder: URL, output: Bool = false) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool)
         process.arguments = arguments
         process.currentDirectoryURL = folder
         let errors = Pipe()
         process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
+        process.standardOutput = output ? errors : FileHandle.nullDevice
         try process.run()
         let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
