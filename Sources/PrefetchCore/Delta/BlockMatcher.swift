@@ -28,7 +28,7 @@ struct BlockMatcher {
         let count = control.blockCount
         found = [Bool](repeating: false, count: count)
         var slots = 64
-        while slots < count * 8 { slots <<= 1 }
+        while slots < count * 32 { slots <<= 1 }
         bits = [UInt64](repeating: 0, count: slots / 64)
         bitMask = UInt64(slots - 1)
         // With seq_matches 2, a block is looked up with the one after it: the last has none.
@@ -47,6 +47,12 @@ struct BlockMatcher {
     /// `block` is told each block found, with the seed's bytes for it (the last block's only
     /// up to `Length`), in the order found. `keepGoing` is asked between windows (a stop, a
     /// pause, the window's end): false ends the scan.
+    ///
+    /// As zsync's client does, a match moves the scan on by a whole block (the next block of
+    /// the file is most likely the seed's next block too), so a seed mostly in common costs a
+    /// rolling sum and an MD4 a block, not a lookup a byte. Between matches the sums roll a
+    /// byte at a time over the window's bytes, unchecked, and only a hit in the bit filter
+    /// (32 bits a block: about one offset in 32 of a seed with nothing in common) is looked up.
     mutating func scan(fill: (UnsafeMutableRawBufferPointer) -> Int, block: (Int, UnsafeRawBufferPointer) -> Void,
                        keepGoing: () -> Bool = { true }) {
         let size = control.blockSize, shift = size.trailingZeroBitCount, seq = control.sequenceMatches
@@ -80,25 +86,56 @@ struct BlockMatcher {
         }
         refill()
         if ended && seedEnd == 0 { return }  // an empty seed
-        var first = RollingChecksum(buffer[0..<size])
-        var second = seq == 2 ? RollingChecksum(buffer[size..<(2 * size)]) : RollingChecksum()
+        let mask: UInt32 = control.rsumBytes == 4 ? .max : (1 << (8 * UInt32(control.rsumBytes))) - 1
+        var first = RollingChecksum(), second = RollingChecksum()
         var offset = 0  // in the buffer
+        var recompute = true  // the sums are of the blocks at `offset` (false), or must be made there (true)
         while foundCount < found.count {
             if ended && offset >= seedEnd { return }
             if offset + span >= filled {
                 if ended { return }
                 guard keepGoing() else { return }
-                start = offset
-                let dropped = offset
+                start = min(offset, filled)
+                let dropped = start
                 refill()
                 offset -= dropped
                 if seedEnd != Int.max, offset >= seedEnd { return }
                 if offset + span > filled { return }
+                if offset + span >= filled { continue }
             }
+            if recompute {
+                first = RollingChecksum(buffer[offset..<(offset + size)])
+                second = seq == 2 ? RollingChecksum(buffer[(offset + size)..<(offset + 2 * size)]) : RollingChecksum()
+                recompute = false
+            }
+            // The offsets this window holds, rolled with no bounds checks until the bit filter hits.
+            let limit = min(filled - span, seedEnd)
+            var hit = false
+            buffer.withUnsafeBufferPointer { bytes in
+                bits.withUnsafeBufferPointer { words in
+                    var at = offset
+                    while at < limit {
+                        let key = UInt64((UInt32(first.a) << 16 | UInt32(first.b)) & mask) << 32
+                            | UInt64(seq == 2 ? (UInt32(second.a) << 16 | UInt32(second.b)) & mask : 0)
+                        let mixed = Self.mix(key)
+                        if words[Int((mixed & bitMask) >> 6)] & (1 << (mixed & 63)) != 0 {
+                            hit = true
+                            break
+                        }
+                        let out = bytes[at], middle = bytes[at + size]
+                        first.roll(out: out, into: middle, shift: shift)
+                        if seq == 2 { second.roll(out: middle, into: bytes[at + 2 * size], shift: shift) }
+                        at += 1
+                    }
+                    offset = at
+                }
+            }
+            guard hit else { continue }
             let key = Self.key(control.kept(first), seq == 2 ? control.kept(second) : 0)
-            let mixed = Self.mix(key)
-            if bits[Int((mixed & bitMask) >> 6)] & (1 << (mixed & 63)) != 0, let candidates = blocks[key] {
-                confirm(candidates, at: offset, in: buffer, block: block)
+            if let candidates = blocks[key], confirm(candidates, at: offset, in: buffer, block: block) {
+                offset += size  // past the block matched: its successor most likely follows
+                recompute = true
+                continue
             }
             // Slide one byte.
             let out = buffer[offset], middle = buffer[offset + size]
@@ -110,7 +147,9 @@ struct BlockMatcher {
 
     /// Confirms each candidate block (and, with seq_matches 2, the one after it) at `offset`
     /// by its truncated MD4; a confirmed block is told with its bytes.
-    private mutating func confirm(_ candidates: [Int32], at offset: Int, in buffer: [UInt8], block: (Int, UnsafeRawBufferPointer) -> Void) {
+    /// Returns whether a block matched there.
+    private mutating func confirm(_ candidates: [Int32], at offset: Int, in buffer: [UInt8], block: (Int, UnsafeRawBufferPointer) -> Void) -> Bool {
+        var matchedAny = false
         let size = control.blockSize, seq = control.sequenceMatches
         var digests: [[UInt8]] = []  // of the block at offset, and of the one after: each computed once
         func digestAt(_ n: Int) -> ArraySlice<UInt8> {
@@ -126,6 +165,7 @@ struct BlockMatcher {
             let pair = seq == 2 ? [index, index + 1] : [index]
             guard pair.contains(where: { !found[$0] }) else { continue }
             guard pair.indices.allSatisfy({ digestAt($0) == control.checksum(pair[$0]) }) else { continue }
+            matchedAny = true
             for (n, matched) in pair.enumerated() where !found[matched] {
                 found[matched] = true
                 foundCount += 1
@@ -134,5 +174,6 @@ struct BlockMatcher {
                 buffer.withUnsafeBytes { block(matched, UnsafeRawBufferPointer(rebasing: $0[from..<(from + length)])) }
             }
         }
+        return matchedAny
     }
 }

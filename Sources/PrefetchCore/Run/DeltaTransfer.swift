@@ -80,13 +80,16 @@ struct DeltaTransfer {
         guard let url = job.resource.zsync.controlURL(for: job.url) else { return end(.wholeFetch(.controlUnusable("no control file URL"))) }
         controlURL = url
         let seed = cache.openFinal(feed: job.key.feed, path: job.key.path)
-        var copySHA1: String?
-        if let seed { copySHA1 = sha1(of: seed) }
         kept = keptPartial(url)
         // The control file stands in for the copy's revalidation, conditionally on its own
         // validators while their SHA-1 is the copy's (SPEC §9); a changed entry asks without;
         // a kept partial's control file is asked for on its own validators.
         let revalidates = job.cachedValidators != nil && seed != nil
+        // The copy's SHA-1: read from the file once when a revalidation needs it; for a changed
+        // entry only as recorded (a control file of the copy's version then fails the entry's
+        // `sha256` at the end, a mismatch, where it is not known as stale at once).
+        var copySHA1: String?
+        if let seed { copySHA1 = sha1(of: seed, compute: revalidates) }
         if let kept {
             controlValidators = kept.record.validators
         } else if revalidates, let known = try? state.controlFile(url.text), known.sha1 == copySHA1 {
@@ -141,10 +144,10 @@ struct DeltaTransfer {
     }
 
     /// The copy's SHA-1: as recorded while the copy is the file recorded, else read once from it and recorded.
-    private mutating func sha1(of seed: FileDescriptor) -> String? {
+    private mutating func sha1(of seed: FileDescriptor, compute: Bool) -> String? {
         guard case .success(let info) = seed.status() else { return nil }
         if let recorded = try? state.copySHA1(job.key, file: FileIdentity(info)) { return recorded }
-        guard let computed = try? CacheFolder.sha1(seed, buffer: &buffer).get() else { return nil }
+        guard compute, let computed = try? CacheFolder.sha1(seed, buffer: &buffer).get() else { return nil }
         try? state.recordCopySHA1(job.key, computed)
         return computed
     }

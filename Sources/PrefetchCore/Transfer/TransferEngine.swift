@@ -320,10 +320,3 @@ final class TransferEngine {
         total / count + (index < total % count ? 1 : 0)
     }
 }
-
-/// A value handed to another thread that only ever uses it in ways that are safe there
-/// (here: a stop flag read under its own lock).
-struct UncheckedSendable<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
-}
