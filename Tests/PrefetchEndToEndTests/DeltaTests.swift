@@ -95,6 +95,27 @@ import PrefetchCore
         #expect(textRun.status == 0)
     }
 
+    /// No delta is tried again for a resource in the release its delta was not used in: the
+    /// whole fetch that failed is retried as a whole fetch, with no control file asked again.
+    /// (A feed with neither schedule nor window has a new release at each run.)
+    @Test func aRefusedDeltaIsNotTriedAgainInItsRelease() throws {
+        let (old, new) = Self.pair(8)
+        let s = try Self.changed(old, new)
+        s.origin.remove("/img.bin.zsync")
+        s.origin.inject("/img.bin", [.status(503)])
+        // A daily release 12 hours from now (both runs fall in the one before it), and a retry an hour or two later.
+        let hour = (Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "UTC")!, from: Date()).hour! + 12) % 24
+        try s.feed("timezone: UTC\nschedule: \"0 \(hour) * * *\"\n" + Self.entry(new) + "retry:\n  attempts: 3\n  backoff: 2h\n")
+        let first = try s.runJSON()
+        #expect(first.status == 1 && Self.event(first, "delta")?["reason"] as? String == "control file missing", "\(first.stdout)")
+        #expect(s.origin.requests(to: "/img.bin.zsync").count == 1)
+        let second = try s.runJSON(offset: "+3h")
+        #expect(second.status == 0, "\(second.diagnostics)")
+        #expect(s.cached("t/img.bin") == new)
+        #expect(s.origin.requests(to: "/img.bin.zsync").count == 1, "no control file asked again in that release")
+        #expect(Self.event(second, "delta") == nil && Self.event(second, "placed")?["delta"] == nil, "\(second.stdout)")
+    }
+
     /// Whatever a server does with a multi-range request, nothing wrong is placed: answers RFC
     /// 9110 allows (parts reversed, coalesced, overlapping; one range at a time) still make a
     /// delta; the others fall back to one whole fetch.

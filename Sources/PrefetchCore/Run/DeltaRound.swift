@@ -29,12 +29,14 @@ struct DeltaRound {
     }
 
     /// Whether `job` tries a delta: its entry has a control file and an effective `encoding`
-    /// of `refuse`, and it has a seed (its cached copy, or a delta partial a run kept).
-    static func tries(_ job: TransferJob, in cache: CacheFolder) -> Bool {
+    /// of `refuse`, it has a seed (its cached copy, or a delta partial a run kept), and its
+    /// delta was not refused in this release (its own trouble: then it is fetched whole).
+    static func tries(_ job: TransferJob, in cache: CacheFolder, state: StateStore) -> Bool {
         guard job.resource.triesDelta else { return false }
         var folders: [String: FileDescriptor] = [:]
-        return cache.finalSize(feed: job.key.feed, path: job.key.path, folders: &folders) != nil
-            || cache.partialFile(CacheLayout.deltaName(feed: job.key.feed, path: job.key.path)) != nil
+        guard cache.finalSize(feed: job.key.feed, path: job.key.path, folders: &folders) != nil
+            || cache.partialFile(CacheLayout.deltaName(feed: job.key.feed, path: job.key.path)) != nil else { return false }
+        return (try? state.deltaRefused(job.key)) != job.release
     }
 
     /// The jobs handed back for a whole fetch since the last call.
@@ -82,6 +84,7 @@ struct DeltaRound {
             summary.changedFeeds.insert(feed.name)
             report(.fresh(job.key))
         case .wholeFetch(let refusal):
+            record { try $0.recordDeltaRefused(job.key, release: job.release) }  // no delta again in this release
             report(.deltaNotUsed(job.key, reason: refusal.reason, detail: refusal.detail))
             wholeFetches.append(job)
         case .interrupted(let reason):

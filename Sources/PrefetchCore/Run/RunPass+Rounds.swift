@@ -34,7 +34,7 @@ extension RunPass {
         while true {
             // A delta's bytes are not yet held to a metered budget: such a feed's jobs are fetched whole.
             let tries = { (job: TransferJob) in
-                DeltaRound.tries(job, in: cache) && !(pass.lastProbe.metered && job.feed.conditions.meteredBudget != nil)
+                DeltaRound.tries(job, in: cache, state: state) && !(pass.lastProbe.metered && job.feed.conditions.meteredBudget != nil)
             }
             if next.contains(where: tries) {  // else the round's jobs go to the engine as they are (no copy of a long list)
                 let deltaJobs = next.filter(tries)

@@ -19,6 +19,19 @@ extension StateStore {
         try db.run("UPDATE resources SET sha1 = ? WHERE feed = ? AND path = ?", [.text(sha1), .text(key.feed), .text(key.path)])
     }
 
+    /// The release in which `key`'s delta was not used (its own trouble, SPEC §9): no delta is
+    /// tried again for it in that release.
+    func deltaRefused(_ key: ResourceKey) throws(SQLiteError) -> Instant? {
+        let row = try db.cached("SELECT delta_refused FROM resources WHERE feed = ? AND path = ?")
+        defer { row.reset() }
+        try row.bind([.text(key.feed), .text(key.path)])
+        return try row.step() ? row.instant(0) : nil
+    }
+
+    func recordDeltaRefused(_ key: ResourceKey, release: Instant) throws(SQLiteError) {
+        try db.run("UPDATE resources SET delta_refused = ? WHERE feed = ? AND path = ?", [.instant(release), .text(key.feed), .text(key.path)])
+    }
+
     /// A control file's validators and SHA-1, as last fetched from `url`.
     func controlFile(_ url: String) throws(SQLiteError) -> (validators: Validators, sha1: String)? {
         let row = try db.cached("SELECT etag, last_modified, sha1 FROM zsync_controls WHERE url = ?")

@@ -211,12 +211,14 @@ extension StateStore {
         CREATE INDEX kept_files_by_sha256 ON kept_files (sha256);
         """,
         // 7 → 8: deltas (SPEC §9). The SHA-1 of a placed zsync resource's copy (what its
-        // control file is compared with); each control file's validators and SHA-1 per URL
+        // control file is compared with), and the release in which its delta was not used (no
+        // delta is tried again for it in that release); each control file's validators and SHA-1 per URL
         // (asked conditionally only while that SHA-1 is the copy's); and a delta partial's
         // record: its control file's URL, validators and SHA-1, the If-Range validator of its
         // 206s, and the bytes of its blocks still missing (`plan --json`'s `remaining`).
         """
         ALTER TABLE resources ADD COLUMN sha1 TEXT;
+        ALTER TABLE resources ADD COLUMN delta_refused INTEGER;
         CREATE TABLE zsync_controls (
             url TEXT PRIMARY KEY,
             etag TEXT,
