@@ -124,9 +124,9 @@ import TestSupport
         #expect(try store.copySHA1(key, file: FileIdentity(inode: 8, mtime: file.mtime, size: 42)) == nil, "another file: not trusted")
         #expect(try store.copySHA1(key, file: FileIdentity(inode: 7, mtime: file.mtime, size: 43)) == nil, "another size: not trusted")
         #expect(try store.controlFile("http://o/a.img.zsync") == nil)
-        try store.recordControlFile("http://o/a.img.zsync", validators: Validators(etag: "\"z\""), sha1: sha1)
+        try store.recordControlFile("http://o/a.img.zsync", validators: Validators(etag: "\"z\""), sha1: sha1, length: 640)
         #expect(try store.controlFile("http://o/a.img.zsync")?.validators.etag == "\"z\"")
-        #expect(try store.controlFile("http://o/a.img.zsync")?.sha1 == sha1)
+        #expect(try store.controlFile("http://o/a.img.zsync")?.sha1 == sha1 && store.controlFile("http://o/a.img.zsync")?.length == 640)
     }
 
     @Test func aReaderMigratesInMemoryAndLeavesTheFileAlone() throws {

@@ -116,6 +116,36 @@ import PrefetchCore
         #expect(Self.event(second, "delta") == nil && Self.event(second, "placed")?["delta"] == nil, "\(second.stdout)")
     }
 
+    /// The metered budget in two steps (SPEC §9): the control file only when the budget covers
+    /// its bound, then the ranges only when what is left covers the bytes still missing; else
+    /// the delta pauses (`metered budget used`) and keeps its partial, which a later run resumes.
+    @Test func aMeteredBudgetAdmitsADeltaInTwoSteps() throws {
+        let (old, new) = Self.pair(9)
+        let s = try Self.changed(old, new)
+        let metered = ["run", "--json", "--assume", "network=metered"]
+        // Less than the control file's bound (64 KiB without a size): nothing is asked.
+        try s.feed("conditions: { metered_budget: 10KiB/day }\n" + Self.entry(new))
+        let none = try s.run(metered)
+        #expect(none.status == 0, "\(none.diagnostics)")
+        #expect(s.origin.requests(to: "/img.bin.zsync").isEmpty, "\(none.stdout)")
+        // The bound and 1 KiB: the control file, the scan, then a pause before the ranges.
+        try s.feed("conditions: { metered_budget: 65KiB/day }\n" + Self.entry(new))
+        let asked = s.origin.requests(to: "/img.bin").count
+        let paused = try s.run(metered)
+        #expect(paused.status == 0, "\(paused.diagnostics)")
+        let pause = try #require(paused.events.first { $0["type"] as? String == "paused" }, "\(paused.stdout)")
+        #expect(pause["reason"] as? String == "metered budget used", "\(pause)")
+        #expect(s.origin.requests(to: "/img.bin.zsync").count == 1 && s.origin.requests(to: "/img.bin").count == asked, "no ranges asked")
+        #expect(s.cached("t/img.bin") == old && s.partials.count == 2, "the delta partial and its control file are kept: \(s.partials)")
+        // A larger budget: the kept partial resumes (its control file asked conditionally).
+        try s.feed("conditions: { metered_budget: 1MiB/day }\n" + Self.entry(new))
+        let resumed = try s.run(metered)
+        #expect(resumed.status == 0, "\(resumed.diagnostics)")
+        #expect(s.cached("t/img.bin") == new && s.partials.isEmpty, "\(resumed.stdout)")
+        #expect(s.origin.requests(to: "/img.bin.zsync").last?.header("if-none-match") == "\"z2\"")
+        #expect(Self.event(resumed, "placed")?["delta"] as? Bool == true, "\(resumed.stdout)")
+    }
+
     /// Whatever a server does with a multi-range request, nothing wrong is placed: answers RFC
     /// 9110 allows (parts reversed, coalesced, overlapping; one range at a time) still make a
     /// delta; the others fall back to one whole fetch.

@@ -240,11 +240,14 @@ public enum Planner {
             return item
         }
         var dueReason = !cached ? (resumePoint != nil ? "resume" : "not cached") : changed ? "changed" : "stale"
-        if cached, resource.triesDelta {  // SPEC §9: its control file first, then what the scan leaves
+        // SPEC §9: a delta asks its control file first, then what the scan leaves; the budget admits the first step.
+        var budgetNeed = resource.encoding == .decode ? nil : item.remaining  // decode: the bytes on the wire are not known (§7)
+        if cached, resource.triesDelta {
             dueReason += " (delta)"
             item.remaining = bytes.map { $0 + ZsyncControl.bound(size: resource.size) }
+            budgetNeed = ZsyncControl.bound(size: resource.size)
         }
-        planWork(&item, resource, state: state, resuming: resumePoint != nil, dueReason: dueReason, in: context)
+        planWork(&item, resource, state: state, resuming: resumePoint != nil, budgetNeed: budgetNeed, dueReason: dueReason, in: context)
         holdForOrigin(&item, resource, state: state, in: context)
         return item
     }
@@ -288,16 +291,15 @@ public enum Planner {
 
     /// Work to do in this release: deferred (embargo, window, jitter), waiting (a condition,
     /// the metered budget) or due, with the window it is due in.
-    private static func planWork(_ item: inout PlanItem, _ resource: Resource, state: ResourceState?, resuming: Bool, dueReason: String,
-                                 in context: FeedContext) {
+    private static func planWork(_ item: inout PlanItem, _ resource: Resource, state: ResourceState?, resuming: Bool, budgetNeed: UInt64?,
+                                 dueReason: String, in context: FeedContext) {
         let timing = context.timing
         if deferred(&item, resource, in: context) {
             return
         } else if let block = context.blocked.first(where: { !$0.ok }) {
             item.status = .waiting
             item.reason = block.reason
-        } else if let budgetBlock = meteredBudgetBlock(context.feed, remaining: resource.encoding == .decode ? nil : item.remaining,
-                                                       input: context.input, clock: timing.clock) {  // decode: the bytes on the wire are not known (§7)
+        } else if let budgetBlock = meteredBudgetBlock(context.feed, remaining: budgetNeed, input: context.input, clock: timing.clock) {
             item.status = .waiting
             item.reason = budgetBlock
         } else {

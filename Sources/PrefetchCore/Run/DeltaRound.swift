@@ -13,6 +13,10 @@ struct DeltaRound {
     let report: (RunEvent) -> Void
     /// Whether the pass's link is metered: the bytes a delta moves count toward its feed's day.
     var metered = false
+    /// What is left of a feed's metered budget today when the round begins (nil: none applies).
+    var budgetLeft: (Feed) -> UInt64? = { _ in nil }
+    /// The bytes this round's deltas moved, by feed.
+    private var spent: [String: UInt64] = [:]
     private(set) var summary = EngineSummary()
     /// The jobs to fetch whole in this pass.
     private(set) var wholeFetches: [TransferJob] = []
@@ -66,8 +70,10 @@ struct DeltaRound {
         var delta = DeltaTransfer(job: job, cache: cache, state: state, config: config, environment: environment) {
             stopRequested() ? "stopped" : pauseReason(feed)
         }
+        delta.budget = budgetLeft(feed).map { left in left - min(left, spent[feed.name] ?? 0) }
         let outcome = delta.run()
         let wire = delta.wireBytes
+        spent[feed.name, default: 0] += wire
         summary.countBody(wire, feed: feed.name)
         record { try $0.addMeteredBytesIf(metered, feed: feed, bytes: wire, at: startedAt) }
         switch outcome {

@@ -42,6 +42,8 @@ struct DeltaTransfer {
     let environment: [String: String]
     /// Nil to go on, else why the delta must end now.
     let keepGoing: () -> String?
+    /// What is left of the feed's metered budget today (SPEC §7), when one applies (nil: none).
+    var budget: UInt64?
     /// Body bytes that came over the wire (control file and ranges).
     var wireBytes: UInt64 = 0
 
@@ -85,6 +87,11 @@ struct DeltaTransfer {
         // validators while their SHA-1 is the copy's (SPEC §9); a changed entry asks without;
         // a kept partial's control file is asked for on its own validators.
         let revalidates = job.cachedValidators != nil && seed != nil
+        // The budget in two steps (SPEC §9): first the control file (its last length, else its bound)…
+        let known = try? state.controlFile(url.text)
+        if let budget, budget < known.map({ $0.length }) ?? ZsyncControl.bound(size: job.resource.size) {
+            return end(.interrupted(MeteredAllowance.pausedReason))
+        }
         // The copy's SHA-1: read from the file once when a revalidation needs it; for a changed
         // entry only as recorded (a control file of the copy's version then fails the entry's
         // `sha256` at the end, a mismatch, where it is not known as stale at once).
@@ -92,7 +99,7 @@ struct DeltaTransfer {
         if let seed { copySHA1 = sha1(of: seed, compute: revalidates) }
         if let kept {
             controlValidators = kept.record.validators
-        } else if revalidates, let known = try? state.controlFile(url.text), known.sha1 == copySHA1 {
+        } else if revalidates, let known, known.sha1 == copySHA1 {
             controlValidators = known.validators
         }
         var machine = DeltaMachine(.init(revalidates: revalidates, conditional: controlValidators != nil, copySHA1: copySHA1,
@@ -105,6 +112,10 @@ struct DeltaTransfer {
             case .scan:
                 guard let matched = scan(seed) else { return end(interrupted.map { .interrupted($0) } ?? .failed(writeError ?? "", status: nil)) }
                 action = machine.handle(.scanned(missing: matched.missing, length: matched.length))
+                // … then the ranges, only when what is left covers the bytes still missing.
+                if case .askRanges = action, let budget, budget < wireBytes + matched.missing {
+                    return end(.interrupted(MeteredAllowance.pausedReason))
+                }
             case .askRanges:
                 let answer = askRanges()
                 if let interrupted { return end(.interrupted(interrupted)) }
@@ -133,6 +144,7 @@ struct DeltaTransfer {
     private mutating func end(_ outcome: Outcome) -> Outcome {
         switch outcome {
         case .interrupted, .failed:
+            if partial == nil, kept != nil { return outcome }  // stopped before it was opened: kept as it was
             if keep() { return outcome }
         case .fresh, .placed, .wholeFetch:
             break
@@ -188,7 +200,7 @@ struct DeltaTransfer {
             do {
                 let read = try ZsyncControl(parsing: bytes, maxSize: config.maxSize.bytes, size: resource.size)
                 (control, controlBytes, controlValidators) = (read, bytes, validators)
-                try? state.recordControlFile(url.text, validators: validators, sha1: read.sha1)
+                try? state.recordControlFile(url.text, validators: validators, sha1: read.sha1, length: UInt64(bytes.count))
                 return .file(sha1: read.sha1)
             } catch {
                 return .unusable(error.detail)

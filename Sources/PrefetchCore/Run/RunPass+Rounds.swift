@@ -32,14 +32,19 @@ extension RunPass {
             summary.merge(round)
         }
         while true {
-            // A delta's bytes are not yet held to a metered budget: such a feed's jobs are fetched whole.
-            let tries = { (job: TransferJob) in
-                DeltaRound.tries(job, in: cache, state: state) && !(pass.lastProbe.metered && job.feed.conditions.meteredBudget != nil)
-            }
+            let tries = { (job: TransferJob) in DeltaRound.tries(job, in: cache, state: state) }
             if next.contains(where: tries) {  // else the round's jobs go to the engine as they are (no copy of a long list)
                 let deltaJobs = next.filter(tries)
                 runEngine(next.filter { !tries($0) })
                 let before = deltas.summary.byFeed
+                // The metered budget (SPEC §9, in two steps): what is left today when the deltas begin.
+                let usedNow = used
+                deltas.budgetLeft = { feed in
+                    guard pass.lastProbe.metered, let budget = feed.conditions.meteredBudget else { return nil }
+                    let day = LocalDay.label(plan.now, clock: ZoneClock(feed.timeZone))
+                    let usedToday = (snapshot.meteredBytes[MeteredDay(feed: feed.name, day: day)] ?? 0) + (usedNow[feed.name] ?? 0)
+                    return budget.bytes - min(budget.bytes, usedToday)
+                }
                 deltas.run(deltaJobs, pauseReason: pauseReason, stopRequested: stopRequested)
                 for (feed, tally) in deltas.summary.byFeed { used[feed, default: 0] += tally.bodyBytes - (before[feed]?.bodyBytes ?? 0) }
                 runEngine(deltas.takeWholeFetches())

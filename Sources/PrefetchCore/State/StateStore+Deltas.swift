@@ -32,18 +32,18 @@ extension StateStore {
         try db.run("UPDATE resources SET delta_refused = ? WHERE feed = ? AND path = ?", [.instant(release), .text(key.feed), .text(key.path)])
     }
 
-    /// A control file's validators and SHA-1, as last fetched from `url`.
-    func controlFile(_ url: String) throws(SQLiteError) -> (validators: Validators, sha1: String)? {
-        let row = try db.cached("SELECT etag, last_modified, sha1 FROM zsync_controls WHERE url = ?")
+    /// A control file's validators, SHA-1 and length, as last fetched from `url`.
+    func controlFile(_ url: String) throws(SQLiteError) -> (validators: Validators, sha1: String, length: UInt64)? {
+        let row = try db.cached("SELECT etag, last_modified, sha1, length FROM zsync_controls WHERE url = ?")
         defer { row.reset() }
         try row.bind([.text(url)])
         guard try row.step(), let sha1 = row.text(2) else { return nil }
-        return (Validators(etag: row.text(0), lastModified: row.text(1)), sha1)
+        return (Validators(etag: row.text(0), lastModified: row.text(1)), sha1, UInt64(bitPattern: row.int(3) ?? 0))
     }
 
-    func recordControlFile(_ url: String, validators: Validators, sha1: String) throws(SQLiteError) {
-        try db.run("INSERT OR REPLACE INTO zsync_controls (url, etag, last_modified, sha1) VALUES (?, ?, ?, ?)",
-                   [.text(url), .optional(validators.etag), .optional(validators.lastModified), .text(sha1)])
+    func recordControlFile(_ url: String, validators: Validators, sha1: String, length: UInt64) throws(SQLiteError) {
+        try db.run("INSERT OR REPLACE INTO zsync_controls (url, etag, last_modified, sha1, length) VALUES (?, ?, ?, ?, ?)",
+                   [.text(url), .optional(validators.etag), .optional(validators.lastModified), .text(sha1), .optional(length)])
     }
 
     /// A delta partial's record (SPEC §9 "Resume").

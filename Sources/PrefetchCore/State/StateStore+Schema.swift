@@ -212,7 +212,7 @@ extension StateStore {
         """,
         // 7 → 8: deltas (SPEC §9). The SHA-1 of a placed zsync resource's copy (what its
         // control file is compared with), and the release in which its delta was not used (no
-        // delta is tried again for it in that release); each control file's validators and SHA-1 per URL
+        // delta is tried again for it in that release); each control file's validators, SHA-1 and length per URL
         // (asked conditionally only while that SHA-1 is the copy's); and a delta partial's
         // record: its control file's URL, validators and SHA-1, the If-Range validator of its
         // 206s, and the bytes of its blocks still missing (`plan --json`'s `remaining`).
@@ -223,7 +223,8 @@ extension StateStore {
             url TEXT PRIMARY KEY,
             etag TEXT,
             last_modified TEXT,
-            sha1 TEXT NOT NULL
+            sha1 TEXT NOT NULL,
+            length INTEGER NOT NULL
         ) WITHOUT ROWID;
         CREATE TABLE delta_partials (
             feed TEXT NOT NULL,

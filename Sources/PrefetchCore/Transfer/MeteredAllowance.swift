@@ -6,6 +6,9 @@
 /// run however many transfers share it; known sizes are reserved when their transfer
 /// starts, so two that each fit alone do not start together when both do not fit.
 final class MeteredAllowance {
+    /// Why a transfer (or a delta, SPEC §9) pauses when the budget does not cover it.
+    static let pausedReason = "metered budget used"
+
     let budget: UInt64
     /// Bytes moved over metered links today: recorded before this run, plus this run's.
     private(set) var used: UInt64
