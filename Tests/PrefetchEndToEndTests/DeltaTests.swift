@@ -137,6 +137,14 @@ import PrefetchCore
         #expect(pause["reason"] as? String == "metered budget used", "\(pause)")
         #expect(s.origin.requests(to: "/img.bin.zsync").count == 1 && s.origin.requests(to: "/img.bin").count == asked, "no ranges asked")
         #expect(s.cached("t/img.bin") == old && s.partials.count == 2, "the delta partial and its control file are kept: \(s.partials)")
+        // `status --json`: the delta partial, with no offset to resume from; `plan --json`: what it still misses.
+        let feedLine = try #require(try s.status().first { $0["type"] as? String == "feed" })
+        let kept = try #require((feedLine["partials"] as? [[String: Any]])?.first, "\(feedLine)")
+        #expect(kept["resume_from"] is NSNull && kept["delta"] as? Bool == true && kept["total"] as? Int == new.count, "\(kept)")
+        let missing = try #require(kept["missing"] as? Int)
+        #expect(missing > 0 && missing < new.count / 4, "\(kept)")
+        let row = try #require(try s.plan().first { $0["path"] as? String == "img.bin" })
+        #expect(row["remaining"] as? Int == missing && row["reason"] as? String == "changed (delta)", "\(row)")
         // A larger budget: the kept partial resumes (its control file asked conditionally).
         try s.feed("conditions: { metered_budget: 1MiB/day }\n" + Self.entry(new))
         let resumed = try s.run(metered)

@@ -89,6 +89,8 @@ enum StatusCommand {
         let bytes: UInt64
         /// Partials as the run sees them (SPEC §7): only resumable ones, with where they resume.
         let partials: [(path: String, point: ResumePoint)]
+        /// Delta partials kept for resume (SPEC §9): no offset to resume from, the bytes still missing.
+        let deltas: [(path: String, record: DeltaPartialRecord)]
         let lastError: String?
         let lastErrorKey: String
         let lastSuccess: Instant?
@@ -109,6 +111,7 @@ enum StatusCommand {
             var files = 0
             var bytes: UInt64 = 0
             var partials: [(path: String, point: ResumePoint)] = []
+            var deltas: [(path: String, record: DeltaPartialRecord)] = []
             var lastError: String?
             var lastErrorKey = ""
             for (position, resource) in feed.resources.enumerated() {
@@ -123,6 +126,7 @@ enum StatusCommand {
                                               bootID: settings.bootID) {
                     partials.append((resource.path, point))
                 }
+                if !snapshot.deltaPartials.isEmpty, let record = snapshot.deltaPartials[key] { deltas.append((resource.path, record)) }
                 if let error = state?.lastError, state?.failures ?? 0 > 0 || state?.permanentFailure == true {
                     lastError = error
                     lastErrorKey = resource.path
@@ -131,6 +135,7 @@ enum StatusCommand {
             self.files = files
             self.bytes = bytes
             self.partials = partials
+            self.deltas = deltas
             self.lastError = lastError
             self.lastErrorKey = lastErrorKey
             let feedState = snapshot.feeds[feed.name]
@@ -165,6 +170,16 @@ enum StatusCommand {
                 object.add("resume_from", partial.point.resumeFrom)
                 object.add("total", partial.point.total)
                 return object
+            } + deltas.map { delta in
+                // A delta partial resumes from no offset: it is scanned again as a seed (SPEC §9).
+                var object = JSONObject()
+                object.add("path", delta.path)
+                object.add("bytes_on_disk", delta.record.length - min(delta.record.length, delta.record.missing))
+                object.add("resume_from", nil as UInt64?)
+                object.add("total", delta.record.length)
+                object.add("delta", true)
+                object.add("missing", delta.record.missing)
+                return object
             })
             line.add("next_wakeup", nextWakeup.map { TimeFormat.rfc3339($0, clock: clock) })
             line.add("missed_windows", Int64(starvation.missed))
@@ -195,6 +210,9 @@ enum StatusCommand {
                 let from = point.resumeFrom
                 let progress = point.total.map { " of \(ByteSize.format($0)) (\(Int(Double(from) * 100 / Double(max(1, $0))))%)" } ?? ""
                 out += "  partial: \(path) resumes from \(ByteSize.format(from))\(progress), \(ByteSize.format(point.bytesOnDisk)) on disk\n"
+            }
+            for (path, record) in deltas {
+                out += "  partial: \(path) delta, \(ByteSize.format(record.missing)) of \(ByteSize.format(record.length)) still missing\n"
             }
             out += "  next wake-up: " + (nextWakeup.map { $0 <= now ? "now (work is due)" : TimeFormat.local($0, clock: clock) } ?? "none") + "\n"
             return out

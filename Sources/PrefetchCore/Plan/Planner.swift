@@ -240,13 +240,8 @@ public enum Planner {
             return item
         }
         var dueReason = !cached ? (resumePoint != nil ? "resume" : "not cached") : changed ? "changed" : "stale"
-        // SPEC §9: a delta asks its control file first, then what the scan leaves; the budget admits the first step.
         var budgetNeed = resource.encoding == .decode ? nil : item.remaining  // decode: the bytes on the wire are not known (§7)
-        if cached, resource.triesDelta {
-            dueReason += " (delta)"
-            item.remaining = bytes.map { $0 + ZsyncControl.bound(size: resource.size) }
-            budgetNeed = ZsyncControl.bound(size: resource.size)
-        }
+        if resource.triesDelta { planDelta(&item, resource, cached: cached, bytes: bytes, reason: &dueReason, budgetNeed: &budgetNeed, in: context) }
         planWork(&item, resource, state: state, resuming: resumePoint != nil, budgetNeed: budgetNeed, dueReason: dueReason, in: context)
         holdForOrigin(&item, resource, state: state, in: context)
         return item

@@ -26,9 +26,16 @@ extension DeltaTransfer {
     /// Keeps the delta partial for the next run: fsynced, its control file beside it, recorded.
     /// False when there is none to keep (or it cannot be kept).
     mutating func keep() -> Bool {
-        guard let file = partial, let control, let controlURL, file.sync().isSuccess else { return false }
+        guard let file = partial, file.sync().isSuccess else { return false }
+        return recordPartial()
+    }
+
+    /// Records the delta partial as it is now (what `plan` and `status` show of it).
+    @discardableResult
+    func recordPartial() -> Bool {
+        guard let control, let controlURL else { return false }
         let record = DeltaPartialRecord(controlURL: controlURL.text, validators: controlValidators ?? Validators(), sha1: control.sha1,
-                                        ifRange: validator, missing: blocks?.missingBytes ?? control.length)
+                                        ifRange: validator, missing: blocks?.missingBytes ?? control.length, length: control.length)
         return (try? state.recordDeltaPartial(job.key, record, at: Instant(Date()))) != nil
     }
 
@@ -51,7 +58,8 @@ extension DeltaTransfer {
         // Its control file beside it, and its record, before any block is written (SPEC §9 "Resume").
         guard cache.writePartialFile(controlName, controlBytes),
               (try? state.recordDeltaPartial(job.key, DeltaPartialRecord(controlURL: controlURL.text, validators: controlValidators ?? Validators(),
-                                                                       sha1: control.sha1, ifRange: validator, missing: control.length),
+                                                                       sha1: control.sha1, ifRange: validator, missing: control.length,
+                                                                       length: control.length),
                                              at: Instant(Date()))) != nil else {
             writeError = "cannot keep the control file beside the delta partial"
             return nil
@@ -78,6 +86,7 @@ extension DeltaTransfer {
         }
         reused = control.length - blocks.missingBytes
         self.blocks = blocks
+        recordPartial()
         return (blocks.missingBytes, control.length)
     }
 
@@ -140,6 +149,7 @@ extension DeltaTransfer {
             validator = answer.validator
             let brought = blocks.take(answer.received)
             self.blocks = blocks
+            recordPartial()
             return brought == 0 ? .nothing : .brought(missing: blocks.missingBytes)
         }
     }

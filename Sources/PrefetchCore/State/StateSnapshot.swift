@@ -9,6 +9,8 @@ public struct StateSnapshot: Sendable {
     public var throughput: Double?
     /// Origins held (SPEC §6), keyed by `scheme://host:port`.
     public var originHolds: [String: OriginHold] = [:]
+    /// Delta partials kept for resume (SPEC §9), keyed by feed and path.
+    public var deltaPartials: [ResourceKey: DeltaPartialRecord] = [:]
 
     public init() {}
 

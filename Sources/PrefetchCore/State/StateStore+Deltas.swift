@@ -49,21 +49,23 @@ extension StateStore {
     /// A delta partial's record (SPEC §9 "Resume").
     func deltaPartial(_ key: ResourceKey) throws(SQLiteError) -> DeltaPartialRecord? {
         let row = try db.cached("""
-            SELECT control_url, control_etag, control_last_modified, sha1, if_range, missing FROM delta_partials WHERE feed = ? AND path = ?
+            SELECT control_url, control_etag, control_last_modified, sha1, if_range, missing, length FROM delta_partials WHERE feed = ? AND path = ?
             """)
         defer { row.reset() }
         try row.bind([.text(key.feed), .text(key.path)])
         guard try row.step(), let url = row.text(0), let sha1 = row.text(3) else { return nil }
         return DeltaPartialRecord(controlURL: url, validators: Validators(etag: row.text(1), lastModified: row.text(2)), sha1: sha1,
-                                  ifRange: row.text(4), missing: UInt64(bitPattern: row.int(5) ?? 0))
+                                  ifRange: row.text(4), missing: UInt64(bitPattern: row.int(5) ?? 0), length: UInt64(bitPattern: row.int(6) ?? 0))
     }
 
     func recordDeltaPartial(_ key: ResourceKey, _ record: DeltaPartialRecord, at time: Instant) throws(SQLiteError) {
         try db.run("""
-            INSERT OR REPLACE INTO delta_partials (feed, path, control_url, control_etag, control_last_modified, sha1, if_range, missing, updated_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT OR REPLACE INTO delta_partials (feed, path, control_url, control_etag, control_last_modified, sha1, if_range, missing, length,
+                                                   updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [.text(key.feed), .text(key.path), .text(record.controlURL), .optional(record.validators.etag),
-                  .optional(record.validators.lastModified), .text(record.sha1), .optional(record.ifRange), .optional(record.missing), .instant(time)])
+                  .optional(record.validators.lastModified), .text(record.sha1), .optional(record.ifRange), .optional(record.missing),
+                  .optional(record.length), .instant(time)])
     }
 
     func deleteDeltaPartial(_ key: ResourceKey) throws(SQLiteError) {
@@ -72,12 +74,12 @@ extension StateStore {
 
     /// Every delta partial's record, by key (`plan`, `status`).
     func deltaPartials() throws(SQLiteError) -> [ResourceKey: DeltaPartialRecord] {
-        let rows = try db.prepare("SELECT feed, path, control_url, control_etag, control_last_modified, sha1, if_range, missing FROM delta_partials")
+        let rows = try db.prepare("SELECT feed, path, control_url, control_etag, control_last_modified, sha1, if_range, missing, length FROM delta_partials")
         var found: [ResourceKey: DeltaPartialRecord] = [:]
         while try rows.step() {
             found[ResourceKey(feed: rows.text(0) ?? "", path: rows.text(1) ?? "")] = DeltaPartialRecord(
                 controlURL: rows.text(2) ?? "", validators: Validators(etag: rows.text(3), lastModified: rows.text(4)), sha1: rows.text(5) ?? "",
-                ifRange: rows.text(6), missing: UInt64(bitPattern: rows.int(7) ?? 0))
+                ifRange: rows.text(6), missing: UInt64(bitPattern: rows.int(7) ?? 0), length: UInt64(bitPattern: rows.int(8) ?? 0))
         }
         return found
     }
@@ -91,4 +93,6 @@ public struct DeltaPartialRecord: Sendable, Equatable {
     var sha1: String
     var ifRange: String?
     var missing: UInt64
+    /// The file's length (its control file's `Length`).
+    var length: UInt64
 }

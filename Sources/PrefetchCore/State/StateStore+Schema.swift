@@ -215,7 +215,7 @@ extension StateStore {
         // delta is tried again for it in that release); each control file's validators, SHA-1 and length per URL
         // (asked conditionally only while that SHA-1 is the copy's); and a delta partial's
         // record: its control file's URL, validators and SHA-1, the If-Range validator of its
-        // 206s, and the bytes of its blocks still missing (`plan --json`'s `remaining`).
+        // 206s, the bytes of its blocks still missing (`plan --json`'s `remaining`) and the file's length.
         """
         ALTER TABLE resources ADD COLUMN sha1 TEXT;
         ALTER TABLE resources ADD COLUMN delta_refused INTEGER;
@@ -235,6 +235,7 @@ extension StateStore {
             sha1 TEXT NOT NULL,
             if_range TEXT,
             missing INTEGER NOT NULL,
+            length INTEGER NOT NULL,
             updated_at INTEGER NOT NULL,
             PRIMARY KEY (feed, path)
         ) WITHOUT ROWID;

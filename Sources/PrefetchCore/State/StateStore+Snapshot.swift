@@ -23,6 +23,7 @@ extension StateStore {
         try readPartials(into: &snapshot)
         try readMeteredUsage(into: &snapshot)
         try readOriginHolds(into: &snapshot)
+        snapshot.deltaPartials = try deltaPartials()
         try readThroughput(into: &snapshot)
         return snapshot
     }
