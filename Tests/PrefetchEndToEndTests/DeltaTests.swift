@@ -228,6 +228,46 @@ import PrefetchCore
         #expect(s.origin.requests(to: "/img.bin.zsync").last?.header("if-none-match") == "\"z2\"")
     }
 
+    /// A `release` feed (SPEC §6): the release being staged holds the live generation's files
+    /// (hard links), so the previous version is the seed; the delta's file is placed in the
+    /// staged generation, readers see it when the release switches, and the generation before
+    /// keeps the old version.
+    @Test func aReleaseFeedsPreviousGenerationIsTheSeed() throws {
+        let (old, new) = Self.pair(10)
+        let s = try FaultHarness()
+        s.origin.serve("/img.bin", OriginResource(old, etag: "\"v1\""))
+        try s.feed("consistency: release\n" + Self.entry(old))
+        #expect(try s.run().status == 0)
+        s.origin.serve("/img.bin", OriginResource(new, etag: "\"v2\""))
+        s.origin.serve("/img.bin.zsync", OriginResource(try Zsyncmake.control(new, name: "img.bin"), etag: "\"z2\""))
+        try s.feed("consistency: release\n" + Self.entry(new))
+        let run = try s.runJSON()
+        #expect(run.status == 0, "\(run.diagnostics)")
+        let placed = try #require(Self.event(run, "placed"), "\(run.stdout)")
+        #expect(placed["delta"] as? Bool == true && (placed["fetched"] as? Int ?? .max) < new.count / 5, "\(placed)")
+        #expect(s.cached("t/img.bin") == new, "readers see the new version once the release switched")
+        let generations = s.cache.appendingPathComponent(".prefetch/generations/t")
+        let kept = try FileManager.default.contentsOfDirectory(atPath: generations.path).compactMap(Int.init).sorted()
+        #expect(kept.count == 2, "\(kept)")
+        let before = try Data(contentsOf: generations.appendingPathComponent("\(kept[0])/img.bin"))
+        #expect(Array(before) == old, "the generation before keeps the old version")
+    }
+
+    /// A full disk while a delta writes (SPEC §7): the run pauses and fails, nothing is placed,
+    /// and the next run resumes the delta.
+    @Test func aFullDiskPausesTheDelta() throws {
+        let (old, new) = Self.pair(15)
+        let s = try Self.changed(old, new)
+        let full = try s.runJSON(environment: ["PREFETCH_FAULT": "delta-write:enospc@3+"])
+        #expect(full.status == 1, "\(full.diagnostics)")
+        let paused = try #require(Self.event(full, "paused"), "\(full.stdout)")
+        #expect(paused["reason"] as? String == "disk full" && Self.event(full, "delta") == nil, "\(full.stdout)")
+        #expect(full.stderr.contains("disk full") && s.cached("t/img.bin") == old, "\(full.stderr)")
+        let again = try s.runJSON()
+        #expect(again.status == 0 && s.cached("t/img.bin") == new, "\(again.diagnostics)")
+        #expect(Self.event(again, "placed")?["delta"] as? Bool == true, "\(again.stdout)")
+    }
+
     /// The text output: `placed … (delta: F fetched, R reused)`, and `delta not used: REASON`.
     @Test func theLinesSayWhatTheDeltaDid() throws {
         let (old, new) = Self.pair(5)

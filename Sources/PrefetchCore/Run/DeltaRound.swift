@@ -13,6 +13,8 @@ struct DeltaRound {
     let report: (RunEvent) -> Void
     /// Whether the pass's link is metered: the bytes a delta moves count toward its feed's day.
     var metered = false
+    /// Faults a test asks for (`delta-write`).
+    var faults = FaultPoints.none
     /// What is left of a feed's metered budget today when the round begins (nil: none applies).
     var budgetLeft: (Feed) -> UInt64? = { _ in nil }
     /// The bytes this round's deltas moved, by feed.
@@ -43,9 +45,14 @@ struct DeltaRound {
         return (try? state.deltaRefused(job.key)) != job.release
     }
 
-    /// The jobs handed back for a whole fetch since the last call.
+    /// The jobs handed back for a whole fetch since the last call (none once the disk is
+    /// full: those pause, as every transfer of the run).
     mutating func takeWholeFetches() -> [TransferJob] {
         defer { wholeFetches = [] }
+        if summary.diskFull {
+            for job in wholeFetches { pause(job, "disk full") }
+            return []
+        }
         return wholeFetches
     }
 
@@ -53,8 +60,8 @@ struct DeltaRound {
     /// window closed, a condition lost); `stopRequested`, a signal.
     mutating func run(_ jobs: [TransferJob], pauseReason: @escaping (Feed) -> String?, stopRequested: @escaping () -> Bool) {
         for var job in jobs {
-            if stopRequested() {
-                pause(job, "stopped")
+            if stopRequested() || summary.diskFull {
+                pause(job, summary.diskFull ? "disk full" : "stopped")
                 continue
             }
             while let retry = runOne(job, pauseReason: pauseReason, stopRequested: stopRequested) {
@@ -71,6 +78,7 @@ struct DeltaRound {
             stopRequested() ? "stopped" : pauseReason(feed)
         }
         delta.budget = budgetLeft(feed).map { left in left - min(left, spent[feed.name] ?? 0) }
+        delta.faults = faults
         let outcome = delta.run()
         let wire = delta.wireBytes
         spent[feed.name, default: 0] += wire
@@ -95,6 +103,9 @@ struct DeltaRound {
             wholeFetches.append(job)
         case .interrupted(let reason):
             pause(job, reason)
+        case .failed where delta.diskFull:  // as a transfer: the run pauses, the next one resumes (SPEC §7)
+            summary.diskFull = true
+            pause(job, "disk full")
         case .failed(let message, let status):
             return failed(job, message: message, status: status, wire: wire, startedAt: startedAt, stopRequested: stopRequested)
         }

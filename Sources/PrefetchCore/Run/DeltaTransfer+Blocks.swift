@@ -7,6 +7,19 @@ extension DeltaTransfer {
     /// How often a growing delta partial is fsynced and its record written (SPEC §7's partials).
     static let syncInterval: TimeInterval = 2
 
+    /// `what` failed with `error`, in words; a want of room marks the disk full.
+    mutating func failure(_ what: String, _ error: Errno) -> String {
+        if error.code == ENOSPC || error.code == EDQUOT { diskFull = true }
+        return "\(what): \(error)"
+    }
+
+    /// Writes `bytes` into the delta partial at `offset` (the `delta-write` fault point first).
+    static func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64, pieces: [Range<UInt64>], to file: FileDescriptor,
+                      faults: FaultPoints) -> Errno? {
+        if let fault = faults.reach(.deltaWrite) { return fault }
+        return CacheFolder.write(bytes, at: offset, pieces: pieces, to: file)
+    }
+
     /// The delta partial an earlier run kept for `url`'s control file, with that control file,
     /// when both are still there and read; else nil (and any leftovers are removed).
     mutating func keptPartial(_ url: ResourceURL) -> (record: DeltaPartialRecord, control: ZsyncControl, bytes: [UInt8])? {
@@ -51,7 +64,7 @@ extension DeltaTransfer {
             ?? .failure(Errno(ENOENT)) : cache.createDeltaPartial(deltaName, length: control.length)
         switch opened {
         case .failure(let error):
-            writeError = "cannot write \(cache.path)/\(CacheLayout.metaEntry("partial/" + deltaName)): \(error)"
+            writeError = failure("cannot write \(cache.path)/\(CacheLayout.metaEntry("partial/" + deltaName))", error)
             return nil
         case .success(let file): partial = file
         }
@@ -68,11 +81,13 @@ extension DeltaTransfer {
         guard let file = partial, var matcher = BlockMatcher(control) else { return nil }
         for source in [kept != nil ? file : nil, seed].compactMap({ $0 }) where !blocks.isComplete {
             guard case .success = source.seek(to: 0) else { continue }
-            var failed: String?
+            var failed: Errno?
+            let faults = self.faults
             matcher.scan(fill: { buffer in (try? source.read(into: buffer).get()) ?? 0 }, block: { index, bytes in
                 guard failed == nil, !blocks.have[index] else { return }
-                if case .failure(let error) = file.write(bytes, at: UInt64(index) * UInt64(control.blockSize)) {
-                    failed = "cannot write the delta partial: \(error)"
+                let at = UInt64(index) * UInt64(control.blockSize)
+                if let error = Self.write(bytes, at: at, pieces: [at..<(at + UInt64(bytes.count))], to: file, faults: faults) {
+                    failed = error
                     return
                 }
                 blocks.markHad(index)
@@ -81,7 +96,7 @@ extension DeltaTransfer {
                 if let reason = keepGoing() { interrupted = reason; return false }
                 return true
             })
-            if let failed { writeError = failed; return nil }
+            if let failed { writeError = failure("cannot write the delta partial", failed); return nil }
             if interrupted != nil { return nil }
         }
         reused = control.length - blocks.missingBytes
@@ -104,8 +119,9 @@ extension DeltaTransfer {
                                            stallTimeout: limits.stallTimeout ?? config.stallTimeout)
         var answer = RangedAnswer(asked: asked, length: control.length, validator: validator)
         var headTaken = false
-        var failedWrite: String?
+        var failedWrite: (what: String, error: Errno)?
         var lastSync = Date()
+        let faults = self.faults
         let fetcher = RangeFetcher(config: config)
         let outcome = fetcher.fetch(request, keepGoing: keepGoing) { bytes, head in
             if !headTaken {
@@ -113,15 +129,15 @@ extension DeltaTransfer {
                 guard answer.take(head: head) else { return false }
             }
             return answer.take(body: bytes) { offset, data in
-                if let error = CacheFolder.write(data, at: offset, pieces: blocks.usable(offset: offset, count: data.count), to: file) {
-                    failedWrite = "cannot write the delta partial: \(error)"
+                if let error = Self.write(data, at: offset, pieces: blocks.usable(offset: offset, count: data.count), to: file, faults: faults) {
+                    failedWrite = ("cannot write the delta partial", error)
                     return false
                 }
                 // What arrived is durable every 2 s: after a crash, a delta fetches again at most what came since.
                 if Date().timeIntervalSince(lastSync) >= Self.syncInterval {
                     lastSync = Date()
                     if case .failure(let error) = file.sync() {
-                        failedWrite = "cannot fsync the delta partial: \(error)"
+                        failedWrite = ("cannot fsync the delta partial", error)
                         return false
                     }
                 }
@@ -129,7 +145,10 @@ extension DeltaTransfer {
             }
         }
         wireBytes += fetcher.bodyBytes
-        if let failedWrite { writeError = failedWrite; return .failed(failedWrite) }
+        if let failedWrite {
+            writeError = failure(failedWrite.what, failedWrite.error)
+            return .failed(writeError ?? "")
+        }
         switch outcome {
         case .failed(let message): return .failed(message)
         case .interrupted(let reason):

@@ -44,6 +44,10 @@ struct DeltaTransfer {
     let keepGoing: () -> String?
     /// What is left of the feed's metered budget today (SPEC §7), when one applies (nil: none).
     var budget: UInt64?
+    /// Faults a test asks for (`delta-write`).
+    var faults = FaultPoints.none
+    /// A write failed for want of room (ENOSPC, EDQUOT): the run pauses, as for a transfer (SPEC §7).
+    var diskFull = false
     /// Body bytes that came over the wire (control file and ranges).
     var wireBytes: UInt64 = 0
 

@@ -21,6 +21,7 @@ extension RunPass {
         var deltas = DeltaRound(cache: cache, state: state, config: config, environment: settings.environment, clock: clock,
                                 report: pass.reporter.handle)
         deltas.metered = pass.lastProbe.metered
+        deltas.faults = settings.faults
         let pauseReason = pauseReason(timings: timings, held: held, pass)
         var summary = EngineSummary()
         var used: [String: UInt64] = [:]  // body bytes of the rounds before, for the metered budget
@@ -47,11 +48,12 @@ extension RunPass {
                 }
                 deltas.run(deltaJobs, pauseReason: pauseReason, stopRequested: stopRequested)
                 for (feed, tally) in deltas.summary.byFeed { used[feed, default: 0] += tally.bodyBytes - (before[feed]?.bodyBytes ?? 0) }
-                runEngine(deltas.takeWholeFetches())
+                let wholeFetches = deltas.takeWholeFetches()
+                if !deltas.summary.diskFull { runEngine(wholeFetches) }
             } else {
                 runEngine(next)
             }
-            if waiting.isEmpty || stopRequested() || summary.diskFull { break }
+            if waiting.isEmpty || stopRequested() || summary.diskFull || deltas.summary.diskFull { break }
             leading = []
             (next, waiting) = local.split(waiting, content: Set(waiting.indices), leading: &leading)
             if next.isEmpty { break }

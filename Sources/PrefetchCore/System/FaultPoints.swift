@@ -16,7 +16,8 @@ import Foundation
 ///   complete file's fsync), `rename` (the file moved into place), `folder-fsync` (the
 ///   folders that received files, before the state commit), `commit` (state.db's commit),
 ///   `source-link` (a local source linked or copied into the partial folder, before its
-///   check and rename: SPEC §9);
+///   check and rename: SPEC §9), `delta-write` (a block or a range's bytes written into a
+///   delta partial: SPEC §9);
 /// - actions: `exit` (`_exit(86)`, nothing flushed), `kill` (SIGKILL to itself), `enospc`
 ///   and `eio` (the step fails with that errno, as the system call would).
 public final class FaultPoints: @unchecked Sendable {
@@ -30,6 +31,7 @@ public final class FaultPoints: @unchecked Sendable {
         case folderFsync = "folder-fsync"
         case commit
         case sourceLink = "source-link"
+        case deltaWrite = "delta-write"
     }
 
     enum Action: Equatable {
