@@ -47,24 +47,31 @@ public enum HelpText {
         return out
     }
 
-    /// What a command prints about content the cache already holds (SPEC §9: local sources
-    /// and pinned copies), after its discussion; the man page shows the same text.
+    /// What a command prints about content the cache already holds (SPEC §9: local sources,
+    /// pinned copies and deltas), after its discussion; the man page shows the same text.
     static func outputNotes(for command: String) -> String? {
         switch command {
         case "plan":
             return "Content the cache already holds (an entry's sha256) plans 'due', reason 'in cache (FEED/PATH)', 0B:\n"
                 + "linked or copied from that file, no request. A copy of its sha256 that no URL gave a validator\n"
-                + "is 'fresh', reason 'pinned': never requested, its bytes checked on disk instead."
+                + "is 'fresh', reason 'pinned': never requested, its bytes checked on disk instead.\n"
+                + "An entry with 'zsync' and a copy (or a kept delta partial) plans 'changed (delta)' or 'stale (delta)';\n"
+                + "plan --json rows carry 'zsync', and 'remaining' is the size plus its control file's bound."
         case "run":
             return "Content the cache already holds (an entry's sha256) is linked or copied from that file, never fetched:\n"
                 + "'placed  FEED/PATH  SIZE (from FEED2/PATH2)', and the summary adds 'N from the cache'. A source whose\n"
-                + "bytes changed is removed with a 'mismatch' line on stderr, and the resource is fetched."
+                + "bytes changed is removed with a 'mismatch' line on stderr, and the resource is fetched.\n"
+                + "An entry with 'zsync' fetches only the blocks its copy lacks (its control file first):\n"
+                + "'placed  FEED/PATH  SIZE in T (delta: F fetched, R reused)'. When the delta cannot be used\n"
+                + "(its control file missing or unusable, a server's ranges refused or stale, a mismatch):\n"
+                + "'whole   FEED/PATH  delta not used: REASON (DETAIL)', and the file is fetched whole in the same run."
         case "verify":
             return "A file with several links (content that feeds share, a release's generations) is hashed once\n"
                 + "and reported at every path that links it."
         case "gc":
             return "It also removes what a crash left between linking a file of the cache and placing it:\n"
-                + "'removed  .prefetch/partial/HASH.link  (copy of a local source a run left)'."
+                + "'removed  .prefetch/partial/HASH.link  (copy of a local source a run left)', and the delta\n"
+                + "partials and control files (HASH.delta, HASH.zsync) of resources no longer listed with 'zsync'."
         default:
             return nil
         }

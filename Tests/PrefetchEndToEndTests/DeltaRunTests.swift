@@ -1,0 +1,88 @@
+import Foundation
+import Glibc
+import Testing
+import TestSupport
+import PrefetchCore
+
+/// More of SPEC §9's deltas through the real binary: a signal ends a delta within seconds
+/// (its partial kept), the manifest's headers go to a control file only on the resource URL's
+/// own origin, a control file elsewhere that fails is the delta's trouble, `gc` removes the
+/// delta files of a resource no longer listed, and the metrics count the bytes a delta reused.
+@Suite(.serialized) struct DeltaRunTests {
+    /// SIGTERM while the ranges trickle in: the run ends within seconds, says the delta paused,
+    /// keeps its partial and control file, and the next run resumes and places the new version.
+    @Test func aSignalEndsADeltaWithinSeconds() throws {
+        let (old, new) = DeltaTests.pair(31)
+        let s = try DeltaTests.changed(old, new)
+        s.origin.inject("/img.bin", Array(repeating: .trickle(bytesPerSecond: 20_000), count: 50))
+        let asked = s.origin.requests(to: "/img.bin").count
+        let (process, out) = try s.startRun()
+        let deadline = Date().addingTimeInterval(20)
+        while s.origin.requests(to: "/img.bin").count == asked, Date() < deadline { usleep(10_000) }
+        Thread.sleep(forTimeInterval: 0.3)  // inside the ranges
+        let signalled = Date()
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        let took = Date().timeIntervalSince(signalled)
+        #expect(took < 5, "the run ended \(took) s after SIGTERM (at most 5 s: the stop is looked at every 100 ms)")
+        let said = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(said.contains("\"type\":\"paused\"") && said.contains("\"reason\":\"stopped\""), "\(said)")
+        #expect(s.cached("t/img.bin") == old && s.partials.count == 2, "the old version, the delta partial and its control file: \(s.partials)")
+        let again = try s.runJSON()
+        #expect(again.status == 0 && s.cached("t/img.bin") == new, "\(again.diagnostics)")
+        #expect(DeltaTests.event(again, "placed")?["delta"] as? Bool == true, "\(again.stdout)")
+    }
+
+    /// `zsync: URL` at another origin: the manifest's headers are not sent there (SPEC §8's
+    /// rule for mirrors and redirects), and its failure is the delta's trouble (`control file
+    /// unreachable`), not the resource's: one whole fetch, which carries them.
+    @Test func aControlFileElsewhereGetsNoHeadersAndItsFailureIsTheDeltas() throws {
+        let (old, new) = DeltaTests.pair(32)
+        let s = try DeltaTests.changed(old, new)
+        let elsewhere = try TestOrigin()
+        elsewhere.serve("/deltas/img.bin.zsync", OriginResource(try Zsyncmake.control(new, name: "img.bin"), etag: "\"z2\""))
+        let headers = "    headers: { Authorization: Bearer kiosk-42 }\n"
+        try s.feed(DeltaTests.entry(new, zsync: elsewhere.url("/deltas/img.bin.zsync")) + headers)
+        let run = try s.runJSON()
+        #expect(run.status == 0 && s.cached("t/img.bin") == new, "\(run.diagnostics)")
+        #expect(DeltaTests.event(run, "placed")?["delta"] as? Bool == true, "\(run.stdout)")
+        #expect(elsewhere.requests.allSatisfy { $0.header("authorization") == nil }, "no header at another origin")
+        #expect(s.origin.requests(to: "/img.bin").last?.header("authorization") == "Bearer kiosk-42", "the ranges carry them")
+        // The next version, its control file at the other origin failing with a 503: the delta's trouble.
+        let newer = Zsyncmake.edited(new, seed: 33, edits: 16, editLength: 3_000, insertion: 100)
+        s.origin.serve("/img.bin", OriginResource(newer, etag: "\"v3\""))
+        elsewhere.inject("/deltas/img.bin.zsync", [.status(503)])
+        try s.feed(DeltaTests.entry(newer, zsync: elsewhere.url("/deltas/img.bin.zsync")) + headers)
+        let whole = try s.runJSON()
+        #expect(whole.status == 0 && s.cached("t/img.bin") == newer, "\(whole.diagnostics)")
+        let delta = try #require(DeltaTests.event(whole, "delta"), "\(whole.stdout)")
+        #expect(delta["reason"] as? String == "control file unreachable" && delta["detail"] as? String == "HTTP 503", "\(delta)")
+    }
+
+    /// `gc` removes a kept delta partial and its control file once the resource is no longer
+    /// listed; the metrics count the bytes a delta took from its seed.
+    @Test func gcAndTheMetricsKnowDeltas() throws {
+        let (old, new) = DeltaTests.pair(34)
+        let s = try DeltaTests.changed(old, new)
+        let metrics = s.dir.file("metrics.prom")
+        let run = try s.run(["run", "--json", "--metrics-file", metrics])
+        #expect(run.status == 0, "\(run.diagnostics)")
+        let reused = try #require(DeltaTests.event(run, "placed")?["reused"] as? Int)
+        let text = try String(contentsOfFile: metrics, encoding: .utf8)
+        #expect(text.contains("prefetch_reused_bytes_total{feed=\"t\",how=\"delta\"} \(reused)\n"), "\(text)")
+        // A delta stopped by the budget keeps its files; the resource then leaves the manifest.
+        let newer = Zsyncmake.edited(new, seed: 35, edits: 16, editLength: 3_000, insertion: 100)
+        s.origin.serve("/img.bin", OriginResource(newer, etag: "\"v3\""))
+        s.origin.serve("/img.bin.zsync", OriginResource(try Zsyncmake.control(newer, name: "img.bin"), etag: "\"z3\""))
+        try s.feed("conditions: { metered_budget: 65KiB/day }\n" + DeltaTests.entry(newer))
+        let paused = try s.run(["run", "--json", "--assume", "network=metered"])
+        #expect(paused.status == 0)
+        #expect(s.partials.count == 2, "\(s.partials) \(paused.stdout)")
+        try s.feed("resources:\n  - url: ORIGIN/other.bin\n")
+        s.origin.serve("/other.bin", OriginResource(FaultTests.bytes(1000, seed: 36)))
+        let gc = try s.run(["gc"])
+        #expect(gc.status == 0, "\(gc.diagnostics)")
+        #expect(s.partials.isEmpty, "\(s.partials)")
+        #expect(gc.stdout.contains(".delta") && gc.stdout.contains(".zsync"), "\(gc.stdout)")
+    }
+}
