@@ -65,8 +65,10 @@ extension CacheFolder {
     }
 
     /// Writes the `pieces` (file offsets) of `bytes`, which start at `offset` in the file, to
-    /// `file` at their offsets; the error, or nil.
-    static func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64, pieces: [Range<UInt64>], to file: FileDescriptor) -> Errno? {
+    /// `file` at their offsets (the `delta-write` fault point first); the error, or nil.
+    static func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64, pieces: [Range<UInt64>], to file: FileDescriptor,
+                      faults: FaultPoints = .none) -> Errno? {
+        if let fault = faults.reach(.deltaWrite) { return fault }
         for piece in pieces {
             let slice = UnsafeRawBufferPointer(rebasing: bytes[Int(piece.lowerBound - offset)..<Int(piece.upperBound - offset)])
             if case .failure(let error) = file.write(slice, at: piece.lowerBound) { return error }

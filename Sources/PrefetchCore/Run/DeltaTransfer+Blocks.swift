@@ -13,13 +13,6 @@ extension DeltaTransfer {
         return "\(what): \(error)"
     }
 
-    /// Writes `bytes` into the delta partial at `offset` (the `delta-write` fault point first).
-    static func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64, pieces: [Range<UInt64>], to file: FileDescriptor,
-                      faults: FaultPoints) -> Errno? {
-        if let fault = faults.reach(.deltaWrite) { return fault }
-        return CacheFolder.write(bytes, at: offset, pieces: pieces, to: file)
-    }
-
     /// The delta partial an earlier run kept for `url`'s control file, with that control file,
     /// when both are still there and read; else nil (and any leftovers are removed).
     mutating func keptPartial(_ url: ResourceURL) -> (record: DeltaPartialRecord, control: ZsyncControl, bytes: [UInt8])? {
@@ -86,7 +79,7 @@ extension DeltaTransfer {
             matcher.scan(fill: { buffer in (try? source.read(into: buffer).get()) ?? 0 }, block: { index, bytes in
                 guard failed == nil, !blocks.have[index] else { return }
                 let at = UInt64(index) * UInt64(control.blockSize)
-                if let error = Self.write(bytes, at: at, pieces: [at..<(at + UInt64(bytes.count))], to: file, faults: faults) {
+                if let error = CacheFolder.write(bytes, at: at, pieces: [at..<(at + UInt64(bytes.count))], to: file, faults: faults) {
                     failed = error
                     return
                 }
@@ -129,7 +122,7 @@ extension DeltaTransfer {
                 guard answer.take(head: head) else { return false }
             }
             return answer.take(body: bytes) { offset, data in
-                if let error = Self.write(data, at: offset, pieces: blocks.usable(offset: offset, count: data.count), to: file, faults: faults) {
+                if let error = CacheFolder.write(data, at: offset, pieces: blocks.usable(offset: offset, count: data.count), to: file, faults: faults) {
                     failedWrite = ("cannot write the delta partial", error)
                     return false
                 }

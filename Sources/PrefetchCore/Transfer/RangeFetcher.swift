@@ -78,49 +78,27 @@ final class RangeFetcher {
         head = ResponseRules.Head(status: 0)
         headComplete = false
         refused = false
-        let easy: CurlEasy, multi: CurlMulti
+        let easy: CurlEasy
         do {
             easy = try CurlEasy()
-            multi = try CurlMulti(totalConnections: 1, perHost: 1)
             let options = CurlRequestOptions(url: url, headers: headers, connectTimeout: Int(request.connectTimeout.seconds), bufferSize: 256 * 1024,
                                              clientCertificate: config.clientCertificate)
-            let shared = CurlSharedOptions(caFile: config.caFile, userAgent: "prefetch/\(ProgramVersion.text)",
-                                           proxy: config.proxy?.text, noProxy: config.noProxy?.text)
-            try easy.prepare(options, shared: shared, receiver: Unmanaged.passUnretained(self).toOpaque(), body: Self.onBody, header: Self.onHeader)
-            try multi.add(easy)
+            try easy.prepare(options, shared: SingleExchange.shared(config), receiver: Unmanaged.passUnretained(self).toOpaque(),
+                             body: Self.onBody, header: Self.onHeader)
         } catch {
             return (.failed("libcurl: \(error.message)"), nil)
         }
-        defer { _ = multi.remove(easy) }
-        var timer = ResponseTimer(responseTimeout: Double(request.responseTimeout.seconds), stallTimeout: Double(request.stallTimeout.seconds))
-        let started = Date()
         let before = bodyBytes
-        var result: Int32?
-        while result == nil {
-            do {
-                _ = try multi.perform()
-                for (_, code) in multi.completed() { result = code }
-                if result != nil { break }
-                try multi.poll(milliseconds: 100)
-            } catch {
-                return (.failed("libcurl: \(error.message)"), nil)
-            }
-            if let reason = keepGoing() { return (.interrupted(reason), nil) }
-            switch timer.check(now: Date().timeIntervalSince(started), sent: easy.requestSent, headComplete: headComplete, bytes: bodyBytes - before,
-                               held: false) {
-            case .goOn: break
-            case .headTimedOut: return (.failed("no complete response head within \(request.responseTimeout) (response_timeout)"), nil)
-            case .stalled: return (.failed("stalled: under 1 KiB/s for \(request.stallTimeout) (stall_timeout)"), nil)
-            }
+        let end = SingleExchange.run(easy, responseTimeout: request.responseTimeout, stallTimeout: request.stallTimeout,
+                                     progress: { (headComplete, bodyBytes - before) }, check: keepGoing)
+        let code: Int32
+        switch end {
+        case .completed(let result): code = result
+        case .failed(let message): return (.failed(message), nil)
+        case .stopped(let reason): return (.interrupted(reason), nil)
         }
         if refused { return (.refused, nil) }
-        let code = result ?? CurlGlobal.ok
-        if code != CurlGlobal.ok {
-            if let cause = CurlGlobal.connectionFailure(code, osErrno: easy.osErrno) { return (.failed(cause), nil) }
-            if let problem = CurlGlobal.malformedResponse(code) { return (.failed("an invalid response: \(problem)"), nil) }
-            if CurlGlobal.tlsErrors.contains(code) { return (.failed("TLS: \(easy.describe(code))"), nil) }
-            return (.failed(easy.describe(code)), nil)
-        }
+        if let failure = SingleExchange.failure(code, easy: easy) { return (.failed(failure), nil) }
         return (nil, easy.redirectURL)
     }
 

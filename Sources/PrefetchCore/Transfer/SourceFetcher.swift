@@ -104,40 +104,21 @@ final class SourceFetcher {
         self.limit = limit
         overLimit = false
         let easy: CurlEasy
-        let multi: CurlMulti
         do {
             easy = try CurlEasy()
-            multi = try CurlMulti(totalConnections: 1, perHost: 1)
             let options = CurlRequestOptions(url: url, headers: headers, connectTimeout: Int(config.connectTimeout.seconds), bufferSize: 64 * 1024,
                                              clientCertificate: request.clientCertificate)
-            let shared = CurlSharedOptions(caFile: config.caFile, userAgent: "prefetch/\(ProgramVersion.text)",
-                                           proxy: config.proxy?.text, noProxy: config.noProxy?.text)
-            try easy.prepare(options, shared: shared, receiver: Unmanaged.passUnretained(self).toOpaque(),
+            try easy.prepare(options, shared: SingleExchange.shared(config), receiver: Unmanaged.passUnretained(self).toOpaque(),
                              body: Self.onBody, header: Self.onHeader)
-            try multi.add(easy)
         } catch {
             return ("libcurl: \(error.message)", nil)
         }
-        defer { _ = multi.remove(easy) }
-        var timer = ResponseTimer(responseTimeout: Double(config.responseTimeout.seconds), stallTimeout: Double(config.stallTimeout.seconds))
-        let started = Date()
-        var result: Int32?
-        while result == nil {
-            do {
-                _ = try multi.perform()
-                for (_, code) in multi.completed() { result = code }
-                if result != nil { break }
-                try multi.poll(milliseconds: 100)
-            } catch {
-                return ("libcurl: \(error.message)", nil)
-            }
-            if stopRequested() { return ("stopped", nil) }
-            let now = Date().timeIntervalSince(started)
-            switch timer.check(now: now, sent: easy.requestSent, headComplete: headComplete, bytes: UInt64(body.count), held: false) {
-            case .goOn: break
-            case .headTimedOut: return ("no complete response head within \(config.responseTimeout) (response_timeout)", nil)
-            case .stalled: return ("stalled: under 1 KiB/s for \(config.stallTimeout) (stall_timeout)", nil)
-            }
+        let end = SingleExchange.run(easy, responseTimeout: config.responseTimeout, stallTimeout: config.stallTimeout,
+                                     progress: { (headComplete, UInt64(body.count)) }, check: { stopRequested() ? "stopped" : nil })
+        let code: Int32
+        switch end {
+        case .completed(let result): code = result
+        case .failed(let message), .stopped(let message): return (message, nil)
         }
         if overLimit {
             // SPEC §7's words: the size when the head announced it, else "more than".
@@ -145,13 +126,7 @@ final class SourceFetcher {
             return (InputLimits.tooLarge(request.what, size: announced ?? limit + 1, exact: announced != nil, limit: request.limitName)
                         .replacingOccurrences(of: "; it is not read", with: ""), nil)
         }
-        let code = result ?? CurlGlobal.ok
-        if code != CurlGlobal.ok {
-            if let cause = CurlGlobal.connectionFailure(code, osErrno: easy.osErrno) { return (cause, nil) }
-            if let problem = CurlGlobal.malformedResponse(code) { return ("an invalid response: \(problem)", nil) }
-            if CurlGlobal.tlsErrors.contains(code) { return ("TLS: \(easy.describe(code))", nil) }
-            return (easy.describe(code), nil)
-        }
+        if let failure = SingleExchange.failure(code, easy: easy) { return (failure, nil) }
         return (nil, easy.redirectURL)
     }
 
