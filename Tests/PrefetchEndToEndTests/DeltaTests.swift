@@ -206,6 +206,11 @@ import PrefetchCore
         try s.feed("refresh: 0s\nzsync: auto\nresources:\n  - url: ORIGIN/img.bin\n")
         #expect(try s.run().status == 0)
         #expect(s.origin.requests(to: "/img.bin.zsync").isEmpty, "no seed yet: fetched whole, no control file")
+        // Its SHA-1 was recorded as the body streamed in (what the control file is compared with).
+        let store = try #require(try StateStore.openReadOnly(s.cache.path + "/.prefetch/state.db"))
+        let controlText = String(decoding: try Zsyncmake.control(old, name: "img.bin"), as: UTF8.self)
+        let sha1 = try #require(controlText.firstMatch(of: /SHA-1: ([0-9a-f]{40})/)?.1)
+        #expect(try store.recordedSHA1(ResourceKey(feed: "t", path: "img.bin")) == String(sha1))
         // A release: the control file, without conditions (none known yet); its SHA-1 is the copy's.
         let second = try s.runJSON()
         #expect(second.status == 0 && Self.event(second, "fresh") != nil, "\(second.stdout)")

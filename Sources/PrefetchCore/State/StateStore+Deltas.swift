@@ -14,6 +14,14 @@ extension StateStore {
         return sha1
     }
 
+    /// The SHA-1 recorded for the copy at `key`, whatever file is there now (a reader's view).
+    public func recordedSHA1(_ key: ResourceKey) throws(SQLiteError) -> String? {
+        let row = try db.cached("SELECT sha1 FROM resources WHERE feed = ? AND path = ?")
+        defer { row.reset() }
+        try row.bind([.text(key.feed), .text(key.path)])
+        return try row.step() ? row.text(0) : nil
+    }
+
     /// Records the SHA-1 of the copy at `key` (computed from the file, or its control file's at placement).
     func recordCopySHA1(_ key: ResourceKey, _ sha1: String) throws(SQLiteError) {
         try db.run("UPDATE resources SET sha1 = ? WHERE feed = ? AND path = ?", [.text(sha1), .text(key.feed), .text(key.path)])

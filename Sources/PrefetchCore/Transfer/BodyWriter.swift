@@ -17,6 +17,8 @@ final class BodyWriter: @unchecked Sendable {
     /// Made on first use: a body written without hashing needs neither.
     private lazy var lane = HashingThreads.Lane()
     private lazy var hasher = SHA256()  // touched only by the lane's blocks, then by `finish` once they ran
+    /// A zsync resource's SHA-1 (SPEC §9), fed beside the SHA-256 (nil: none wanted).
+    private let sha1: SHA1?
 
     // The buffer being filled, and where its first byte goes in the file (engine's thread).
     private var current: UnsafeMutableRawPointer?
@@ -36,8 +38,9 @@ final class BodyWriter: @unchecked Sendable {
     /// `body-write` (crash tests).
     private let faults: FaultPoints
 
-    init(pool: BufferPool, hashing: Bool = true, faults: FaultPoints = .none) {
+    init(pool: BufferPool, hashing: Bool = true, sha1: Bool = false, faults: FaultPoints = .none) {
         self.pool = pool
+        self.sha1 = sha1 && hashing ? SHA1() : nil
         self.faults = faults
         self.hashing = hashing
         pool.join()
@@ -111,6 +114,7 @@ final class BodyWriter: @unchecked Sendable {
     private func dispatch(_ chunk: Chunk) {
         pool.hashing.async(lane) { [self, pool] in
             hasher.update(UnsafeRawBufferPointer(start: chunk.pointer, count: chunk.count))
+            sha1?.update(UnsafeRawBufferPointer(start: chunk.pointer, count: chunk.count))
             pool.giveBack(chunk.pointer)
         }
     }
@@ -119,6 +123,11 @@ final class BodyWriter: @unchecked Sendable {
     func finish() -> [UInt8] {
         pool.hashing.drain(lane)
         return hasher.finish()
+    }
+
+    /// The SHA-1 of everything hashed, when one was wanted: call after `finish`.
+    func finishSHA1() -> String? {
+        sha1?.finishHex()
     }
 }
 

@@ -373,6 +373,7 @@ final class EngineShard: @unchecked Sendable {
         guard case .success(let (folder, createdIn)) = placed, transfer.renamed(nil) == nil else { return }
         ledger.validated(transfer, validators: validators, length: bytes, sha256: sha256, placedIn: [folder] + createdIn,
                          response: transfer.lastResponse, at: clock())
+        if let sha1 = transfer.bodySHA1 { ledger.record { [key = transfer.job.key] state in try state.recordCopySHA1(key, sha1) } }
         attempt(transfer, outcome: "placed", error: nil)
         summary.count(.placed, feed: transfer.job.feed.name)
         summary.changedFeeds.insert(transfer.job.feed.name)

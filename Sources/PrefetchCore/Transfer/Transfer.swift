@@ -39,6 +39,11 @@ final class Transfer {
     /// a gathered body is hashed by its `BodyWriter`. Every placed file's digest is recorded
     /// (SPEC §5), whether or not the manifest gives one to check.
     private var inlineHasher: SHA256?
+    /// A zsync resource's body is also SHA-1 hashed as it comes (SPEC §9: the copy's SHA-1 is
+    /// what its control file is compared with at the next release), inline or by its `BodyWriter`.
+    private var inlineSHA1: SHA1?
+    /// The placed body's SHA-1, for a zsync resource (nil for any other).
+    private(set) var bodySHA1: String?
     /// The feed's `max_rate` bucket, shared with its other transfers.
     let limiter: RateLimiter?
     /// The feed's `metered_budget` for today, on a metered link.
@@ -148,7 +153,7 @@ final class Transfer {
     /// Cuts the partial back to `length` and hashes those bytes once (FAULTS 2).
     private func primeHash(upTo length: UInt64) -> Bool {
         guard let file, case .success = file.truncate(to: length), case .success = file.seek(to: 0) else { return false }
-        let hasher = BodyWriter(pool: pool)
+        let hasher = BodyWriter(pool: pool, sha1: job.resource.triesDelta)
         self.body = hasher
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         var remaining = length
@@ -181,6 +186,7 @@ final class Transfer {
     private func forgetBody() {
         body = nil
         inlineHasher = nil
+        inlineSHA1 = nil
         writebackFrom = 0
     }
 
@@ -237,6 +243,7 @@ final class Transfer {
             return 0
         } else {
             inlineHasher?.update(bytes)
+            inlineSHA1?.update(bytes)
         }
         machine.wrote(bytes.count)
         received += moved
@@ -280,9 +287,10 @@ final class Transfer {
         }
         if body == nil, inlineHasher == nil {
             if remaining ?? .max >= Self.gatherFrom {
-                body = BodyWriter(pool: pool, hashing: true, faults: faults)
+                body = BodyWriter(pool: pool, hashing: true, sha1: job.resource.triesDelta, faults: faults)
             } else {
                 inlineHasher = SHA256()
+                inlineSHA1 = job.resource.triesDelta ? SHA1() : nil
             }
         }
     }
@@ -407,8 +415,10 @@ final class Transfer {
             return .failed(failure)
         case .digest:
             let digest = SHA256.hex(body.map { $0.finish() } ?? inlineHasher?.finish() ?? SHA256().finish())
+            bodySHA1 = body?.finishSHA1() ?? inlineSHA1?.finishHex()
             body = nil
             inlineHasher = nil
+            inlineSHA1 = nil
             if let failure = machine.digested(digest).failure { return .failed(failure) }
             return .complete(bytes: offset, validators: partialValidators, sha256: digest)
         case let action:
