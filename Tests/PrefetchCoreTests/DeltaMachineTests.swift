@@ -23,7 +23,8 @@ import Testing
     static func afterControl(_ start: DeltaMachine.Start, _ answer: DeltaMachine.ControlAnswer) -> Action {
         switch answer {
         case .notModified:
-            // Only a request with conditions can be answered 304.
+            // A kept partial's control file stands ("Resume": a 304 keeps it); else only a request with conditions can be answered 304.
+            if start.resumes { return .scan }
             return start.revalidates && start.conditional ? .fresh : .wholeFetch(.controlUnusable("HTTP 304 to a request without conditions"))
         case .file(let sha1) where sha1 == start.copySHA1:
             return start.revalidates ? .fresh : .wholeFetch(.controlStale("its SHA-1 is the cached copy's"))
@@ -54,7 +55,7 @@ import Testing
         case .askControl: .control
         case .scan: .scanning
         case .askRanges: .ranges
-        case .check: .checking
+        case .check, .checkWhole: .checking
         case .fresh, .place, .wholeFetch, .fail: .ended
         }
     }
@@ -64,7 +65,9 @@ import Testing
         for revalidates in [false, true] {
             for conditional in [false, true] {
                 for copy in [nil, Self.controlSHA1, Self.otherSHA1] {
-                    starts.append(.init(revalidates: revalidates, conditional: conditional, copySHA1: copy))
+                    for resumes in [false, true] {
+                        starts.append(.init(revalidates: revalidates, conditional: conditional, copySHA1: copy, resumes: resumes))
+                    }
                 }
             }
         }
@@ -74,11 +77,12 @@ import Testing
             answers += [.status(status, ownOrigin: true), .status(status, ownOrigin: false)]
         }
         answers += [.failed("could not connect: connection refused", ownOrigin: true), .failed("could not connect: connection refused", ownOrigin: false)]
-        #expect(starts.count == 12 && answers.count == 24)
+        #expect(starts.count == 24 && answers.count == 24)
         for start in starts {
             let fresh = DeltaMachine(start)
             // The control file is asked conditionally only for a current copy with the control file's validators.
-            #expect(fresh.first == .askControl(conditional: start.revalidates && start.conditional), "\(start)")
+            // A kept partial's control file is always asked again on its validators.
+            #expect(fresh.first == .askControl(conditional: start.resumes || (start.revalidates && start.conditional)), "\(start)")
             #expect(fresh.phase == .control, "\(start)")
             for answer in answers {
                 var machine = fresh
@@ -139,6 +143,7 @@ import Testing
             (.brought(missing: 4_096), .askRanges),
             (.nothing, .wholeFetch(.rangesBroughtNothing)),
             (.whole, .wholeFetch(.rangesIgnored)),
+            (.wholeBody, .checkWhole),
             (.invalid(invalid), .wholeFetch(.rangesInvalid(invalid))),
             (.stale(stale), .wholeFetch(.rangesStale(stale))),
             (.status(416), .wholeFetch(.rangeNotSatisfiable)),
@@ -178,6 +183,16 @@ import Testing
             let fallback = mismatched.handle(.checked(mismatch: detail))
             #expect(fallback == .wholeFetch(.mismatch(detail)) && mismatched.phase == .ended, "via ranges: \(viaRanges)")
         }
+    }
+
+    /// A 200 to a range request whose body was read: it is the whole fetch (SPEC §9), judged
+    /// as any — placed when it checks, else the resource's failure (no second whole fetch).
+    @Test func aWholeBodyIsJudgedAsAWholeFetch() {
+        var machine = Self.ranging()
+        #expect(machine.handle(.ranges(.wholeBody)) == .checkWhole && machine.phase == .checking && machine.whole)
+        var mismatched = machine
+        #expect(machine.handle(.checked(mismatch: nil)) == .place && machine.phase == .ended)
+        #expect(mismatched.handle(.checked(mismatch: "sha256 mismatch")) == .fail("sha256 mismatch", status: 200) && mismatched.phase == .ended)
     }
 
     // MARK: The refusals

@@ -178,6 +178,35 @@ import PrefetchCore
         #expect((placed["delta"] as? Bool == true) == (reason == nil), "\(fault): \(placed)")
     }
 
+    /// A 200 to a range request (SPEC §9): the delta is not used, and that body is the whole
+    /// fetch, judged as any — no second request; one that fails its `sha256` is the resource's
+    /// failure (a mismatch), not another whole fetch.
+    @Test func aWholeAnswerToARangeRequestIsTheWholeFetch() throws {
+        let (old, new) = Self.pair(16)
+        let s = try Self.changed(old, new)
+        let before = s.origin.requests(to: "/img.bin").count
+        s.origin.inject("/img.bin", [.wholeForMulti])
+        let run = try s.runJSON()
+        #expect(run.status == 0 && s.cached("t/img.bin") == new, "\(run.diagnostics)")
+        #expect(Self.event(run, "delta")?["reason"] as? String == "ranges ignored", "\(run.stdout)")
+        let placed = try #require(Self.event(run, "placed"))
+        #expect(placed["delta"] == nil && placed["reused"] as? Int == 0 && (placed["fetched"] as? Int ?? 0) > new.count, "\(placed)")
+        let asked = s.origin.requests(to: "/img.bin").dropFirst(before)
+        #expect(asked.count == 1 && asked.first?.header("range") != nil, "one request, the ranged one: \(asked.map(\.headers))")
+        // The next version: the 200 carries another file (a CDN's stale copy): a mismatch, the old copy kept.
+        let newer = Zsyncmake.edited(new, seed: 17, edits: 16, editLength: 3_000, insertion: 100)
+        s.origin.serve("/img.bin.zsync", OriginResource(try Zsyncmake.control(newer, name: "img.bin"), etag: "\"z3\""))
+        s.origin.serve("/img.bin", OriginResource(newer, etag: "\"v3\""))
+        s.origin.inject("/img.bin", [.status(200, body: String(repeating: "x", count: 5000), headers: [("ETag", "\"cdn\"")])])
+        try s.feed(Self.entry(newer))
+        let failed = try s.runJSON()
+        #expect(failed.status == 1, "\(failed.stdout)")
+        #expect(Self.event(failed, "delta")?["reason"] as? String == "ranges ignored", "\(failed.stdout)")
+        let failure = try #require(failed.events.first { $0["type"] as? String == "failed" }, "\(failed.stdout)")
+        #expect((failure["error"] as? String ?? "").contains("sha256 mismatch"), "\(failure)")
+        #expect(s.cached("t/img.bin") == new && s.partials.isEmpty, "the copy stays: \(s.partials)")
+    }
+
     /// The resource's own trouble (a 5xx from its own origin for the control file): a failure
     /// judged as any, and no whole fetch in that pass.
     @Test func aServerErrorAtTheResourcesOriginIsItsFailure() throws {

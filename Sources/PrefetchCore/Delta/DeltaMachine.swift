@@ -42,8 +42,10 @@ struct DeltaMachine: Equatable {
         case brought(missing: UInt64)
         /// A 206 that brought none of the missing bytes.
         case nothing
-        /// A 200: the server sends the whole file.
+        /// A 200 whose body could not be used (encoded, or over the metered budget).
         case whole
+        /// A 200 whose body was read into the partial from its first byte: it is the whole fetch.
+        case wholeBody
         /// A 206 whose parts or framing break the rules (SPEC §9 step 3), in words.
         case invalid(String)
         /// A 206 of another version (ETag, complete length), in words.
@@ -65,6 +67,9 @@ struct DeltaMachine: Equatable {
         case scan
         case askRanges
         case check
+        /// A 200 answered a range request (the delta's trouble, `ranges ignored`): its body,
+        /// read from its first byte, is the whole fetch, judged as any.
+        case checkWhole
         /// The copy is current (a 304, or the control file's SHA-1 is the copy's).
         case fresh
         case place
@@ -75,6 +80,8 @@ struct DeltaMachine: Equatable {
     }
 
     private(set) var phase = Phase.control
+    /// Whether the file being checked is a 200's whole body (judged as a whole fetch).
+    private(set) var whole = false
     let start: Start
 
     init(_ start: Start) {
@@ -90,6 +97,9 @@ struct DeltaMachine: Equatable {
         case .scan: phase = .scanning
         case .askRanges: phase = .ranges
         case .check: phase = .checking
+        case .checkWhole:
+            phase = .checking
+            whole = true
         case .askControl: phase = .control
         case .fresh, .place, .wholeFetch, .fail: phase = .ended
         }
@@ -106,6 +116,8 @@ struct DeltaMachine: Equatable {
             return .askRanges
         case (.ranges, .ranges(let answer)): return afterRanges(answer)
         case (.checking, .checked(let mismatch)):
+            // A whole body that fails its checks is the resource's failure, as any whole fetch's.
+            if whole { return mismatch.map { .fail($0, status: 200) } ?? .place }
             return mismatch.map { .wholeFetch(.mismatch($0)) } ?? .place
         default:
             preconditionFailure("delta: \(event) in phase \(phase)")
@@ -140,6 +152,7 @@ struct DeltaMachine: Equatable {
         case .brought(let missing): return missing == 0 ? .check : .askRanges
         case .nothing: return .wholeFetch(.rangesBroughtNothing)
         case .whole: return .wholeFetch(.rangesIgnored)
+        case .wholeBody: return .checkWhole
         case .invalid(let detail): return .wholeFetch(.rangesInvalid(detail))
         case .stale(let detail): return .wholeFetch(.rangesStale(detail))
         case .status(let status):
@@ -200,7 +213,7 @@ enum DeltaRefusal: Equatable {
             return detail
         case .littleInCommon(let missing, let length):
             return "\(ByteSize.format(missing)) of \(ByteSize.format(length)) missing after the scan (over 90 %)"
-        case .rangesIgnored: return "HTTP 200 to a range request: its body is the whole fetch"
+        case .rangesIgnored: return "HTTP 200 to a range request"
         case .rangeNotSatisfiable: return "HTTP 416"
         case .rangesBroughtNothing: return "a ranged answer brought none of the missing bytes"
         case .noMD4: return "libcrypto's legacy provider (MD4) could not be loaded"

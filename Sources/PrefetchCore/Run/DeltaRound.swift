@@ -82,6 +82,11 @@ struct DeltaRound {
         let outcome = delta.run()
         let wire = delta.wireBytes
         spent[feed.name, default: 0] += wire
+        // A 200 to a range request: the delta was not used, and its body is the whole fetch (SPEC §9).
+        if let refused = delta.refusal {
+            record { try $0.recordDeltaRefused(job.key, release: job.release) }  // no delta again in this release
+            report(.deltaNotUsed(job.key, reason: refused.reason, detail: refused.detail))
+        }
         summary.countBody(wire, feed: feed.name)
         record { try $0.addMeteredBytesIf(metered, feed: feed, bytes: wire, at: startedAt) }
         switch outcome {
@@ -132,14 +137,21 @@ struct DeltaRound {
         summary.count(.placed, feed: feed)
         summary.byFeed[feed, default: FeedTally()].deltaReusedBytes += placed.reused
         summary.changedFeeds.insert(feed)
-        report(.placedByDelta(job.key, bytes: placed.length, fetched: wire, reused: placed.reused, seconds: Date().timeIntervalSince(started)))
+        let seconds = Date().timeIntervalSince(started)
+        if placed.reused == 0, wire >= placed.length {  // a 200's whole body: placed as a whole fetch
+            report(.placed(job.key, bytes: placed.length, received: wire, resumedAt: 0, seconds: seconds))
+        } else {
+            report(.placedByDelta(job.key, bytes: placed.length, fetched: wire, reused: placed.reused, seconds: seconds))
+        }
     }
 
     /// The resource's trouble (SPEC §9): judged as any failure — retried in this run after a
     /// short backoff (the job is returned), else recorded with its next retry.
     private mutating func failed(_ job: TransferJob, message: String, status: Int?, wire: UInt64, startedAt: Instant,
                                  stopRequested: () -> Bool) -> TransferJob? {
-        let failure = TransferFailure(kind: .transient, message: message, retryAfter: nil, discardPartial: false, httpStatus: status)
+        // A 200's whole body that failed its checks is a mismatch, as any whole fetch's; the rest is transient.
+        let failure = TransferFailure(kind: status == 200 ? .mismatch : .transient, message: message, retryAfter: nil, discardPartial: false,
+                                      httpStatus: status)
         let now = clock()
         let decision = RetryDecision.after(failure, failures: job.failures + 1, policy: job.feed.retry, now: now, using: &random)
         record {

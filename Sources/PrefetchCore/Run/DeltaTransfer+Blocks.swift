@@ -114,15 +114,22 @@ extension DeltaTransfer {
         var headTaken = false
         var failedWrite: (what: String, error: Errno)?
         var lastSync = Date()
-        let faults = self.faults
+        let faults = self.faults, readsWhole = budget == nil
         let fetcher = RangeFetcher(config: config)
         let outcome = fetcher.fetch(request, keepGoing: keepGoing) { bytes, head in
             if !headTaken {
                 headTaken = true
-                guard answer.take(head: head) else { return false }
+                // A 200 is the whole fetch from its first byte (SPEC §9), unless a metered budget was only for the ranges.
+                guard answer.take(head: head, readsWhole: readsWhole) else { return false }
+                if answer.readingWhole, case .failure(let error) = file.truncate(to: 0) {
+                    failedWrite = ("cannot write the delta partial", error)
+                    return false
+                }
             }
+            let whole = answer.readingWhole
             return answer.take(body: bytes) { offset, data in
-                if let error = CacheFolder.write(data, at: offset, pieces: blocks.usable(offset: offset, count: data.count), to: file, faults: faults) {
+                let pieces = whole ? [offset..<(offset + UInt64(data.count))] : blocks.usable(offset: offset, count: data.count)
+                if let error = CacheFolder.write(data, at: offset, pieces: pieces, to: file, faults: faults) {
                     failedWrite = ("cannot write the delta partial", error)
                     return false
                 }
@@ -150,7 +157,14 @@ extension DeltaTransfer {
         case .answered(let head):
             if !headTaken { _ = answer.take(head: head) }
             if head.status == 206 { rangeValidators = Validators(etag: head.etag.flatMap { ResponseRules.isWeakTag($0) ? nil : $0 }, lastModified: head.lastModified) }
-        case .refused: break
+            if answer.readingWhole {
+                wholeBody = answer.wholeBytes
+                rangeValidators = Validators(etag: head.etag, lastModified: head.lastModified)
+                return answer.wholeBodyComplete ? .wholeBody
+                    : .failed("the body ended after \(answer.wholeBytes) of \(head.contentLength.map(String.init) ?? "?") bytes")
+            }
+        case .refused:
+            if answer.readingWhole { return .failed("more body bytes than its Content-Length") }
         }
         switch answer.finish() {
         case .whole: return .whole

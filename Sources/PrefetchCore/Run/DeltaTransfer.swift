@@ -65,6 +65,9 @@ struct DeltaTransfer {
     var validator: String?
     var rangeValidators = Validators()
     var reused: UInt64 = 0
+    /// A 200's body read as the whole file (its length), and the refusal it came with.
+    var wholeBody: UInt64?
+    private(set) var refusal: DeltaRefusal?
     var interrupted: String?
     var writeError: String?
     var buffer = [UInt8](repeating: 0, count: 256 * 1024)
@@ -125,8 +128,9 @@ struct DeltaTransfer {
                 if let interrupted { return end(.interrupted(interrupted)) }
                 if let writeError { return end(.failed(writeError, status: nil)) }
                 action = machine.handle(.ranges(answer))
-            case .check:
-                switch check() {
+            case .check, .checkWhole:
+                if case .checkWhole = action { refusal = .rangesIgnored }
+                switch check(whole: machine.whole) {
                 case .success(let placed): return end(.placed(placed))
                 case .failure(.mismatch(let detail)): action = machine.handle(.checked(mismatch: detail))
                 case .failure(.cannotWrite(let detail)): return end(.failed(detail, status: nil))
@@ -135,8 +139,8 @@ struct DeltaTransfer {
                 preconditionFailure("placed by check")
             case .fresh:
                 return end(.fresh)
-            case .wholeFetch(let refusal):
-                return end(.wholeFetch(refusal))
+            case .wholeFetch(let refused):
+                return end(.wholeFetch(refused))
             case .fail(let message, let status):
                 return end(.failed(message, status: status))
             }
@@ -147,6 +151,8 @@ struct DeltaTransfer {
     /// (fsynced, recorded) for the next run; any other end removes them and their record.
     private mutating func end(_ outcome: Outcome) -> Outcome {
         switch outcome {
+        case .failed(_, let status) where status == 200:
+            break  // a 200's whole body that failed its checks: thrown away, as a whole fetch's
         case .interrupted, .failed:
             if partial == nil, kept != nil { return outcome }  // stopped before it was opened: kept as it was
             if keep() { return outcome }
@@ -216,8 +222,9 @@ struct DeltaTransfer {
 
     enum CheckFailure: Error { case mismatch(String), cannotWrite(String) }
 
-    /// fsyncs the delta partial, checks its SHA-1 (and `sha256`, `size`), and renames it into place.
-    private mutating func check() -> Result<Placed, CheckFailure> {
+    /// fsyncs the delta partial, checks its SHA-1 (and `sha256`, `size`), and renames it into
+    /// place; a 200's `whole` body is judged as any whole fetch: its `sha256` and `size`.
+    private mutating func check(whole: Bool) -> Result<Placed, CheckFailure> {
         guard let control, let file = partial else { return .failure(.cannotWrite("no delta partial")) }
         if case .failure(let error) = file.sync() { return .failure(.cannotWrite("cannot fsync the delta partial: \(error)")) }
         let digests: (sha1: String, sha256: String, length: UInt64, identity: FileIdentity)
@@ -225,9 +232,10 @@ struct DeltaTransfer {
         case .failure(let error): return .failure(.cannotWrite("cannot read the delta partial: \(error)"))
         case .success(let found): digests = found
         }
-        if digests.sha1 != control.sha1 { return .failure(.mismatch("SHA-1 \(digests.sha1), the control file says \(control.sha1)")) }
+        if !whole, digests.sha1 != control.sha1 { return .failure(.mismatch("SHA-1 \(digests.sha1), the control file says \(control.sha1)")) }
         if let expected = job.resource.sha256, digests.sha256 != expected {
-            return .failure(.mismatch("sha256 \(digests.sha256), the entry says \(expected)"))
+            return .failure(.mismatch(whole ? "sha256 mismatch: got \(digests.sha256.prefix(12))…, expected \(expected.prefix(12))…"
+                                      : "sha256 \(digests.sha256), the entry says \(expected)"))
         }
         if let size = job.resource.size, digests.length != size { return .failure(.mismatch("\(digests.length) bytes, the entry says \(size)")) }
         var folders: [String: FileDescriptor] = [:]
@@ -235,7 +243,7 @@ struct DeltaTransfer {
         case .failure(let error): return .failure(.cannotWrite(error.description))
         case .success(let (folder, createdIn)):
             partial = nil
-            return .success(Placed(length: digests.length, sha1: digests.sha1, reused: reused, validators: rangeValidators,
+            return .success(Placed(length: digests.length, sha1: digests.sha1, reused: whole ? 0 : reused, validators: rangeValidators,
                                    identity: digests.identity, folders: [folder] + createdIn))
         }
     }

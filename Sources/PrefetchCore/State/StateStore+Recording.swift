@@ -90,7 +90,8 @@ extension StateStore {
                 served_by = CASE WHEN excluded.placed_at IS NULL THEN resources.served_by ELSE excluded.served_by END,
                 served_by_url = CASE WHEN excluded.placed_at IS NULL THEN resources.served_by_url ELSE excluded.served_by_url END,
                 inode = CASE WHEN excluded.placed_at IS NULL THEN resources.inode ELSE excluded.inode END,
-                mtime = CASE WHEN excluded.placed_at IS NULL THEN resources.mtime ELSE excluded.mtime END
+                mtime = CASE WHEN excluded.placed_at IS NULL THEN resources.mtime ELSE excluded.mtime END,
+                delta_refused = CASE WHEN excluded.placed_at IS NULL THEN resources.delta_refused END
             """, [.text(v.key.feed), .text(v.key.path), .text(v.urlHash), .optional(v.validators.etag), .optional(v.validators.lastModified),
                   .optional(v.length), .optional(v.sha256), v.placed ? .instant(v.time) : .null, .instant(v.time), .instant(v.time),
                   .optional(v.response?.etag), .optional(v.response?.lastModified), .optional(v.response?.date),

@@ -8,7 +8,8 @@ struct RangedAnswer {
     /// What the answer amounts to so far.
     enum Verdict: Equatable {
         case reading
-        /// A 200: the whole file (the exchange is ended; the delta falls back).
+        /// A 200: the whole file. Read (`readsWhole`), its body is the whole fetch, from its
+        /// first byte; else the exchange is ended and the delta falls back.
         case whole
         /// A 206 that breaks the rules (`stale`: of another version), in words.
         case invalid(String)
@@ -29,6 +30,12 @@ struct RangedAnswer {
     private var single: (next: UInt64, end: UInt64)?
     private var ended = false
     private var headSeen = false
+    /// A 200's body is read as the whole file (`readsWhole` at `take(head:)`): the bytes so
+    /// far, and the length its head announced.
+    private(set) var wholeBytes: UInt64 = 0
+    private var wholeLength: UInt64?
+    var readingWhole: Bool { verdict == .whole && wholeReading }
+    private var wholeReading = false
 
     /// `asked`: the ranges requested; `validator`: the one earlier 206s of this delta carried.
     init(asked: [Range<UInt64>], length: UInt64, validator: String?) {
@@ -44,13 +51,18 @@ struct RangedAnswer {
     }
 
     /// Takes the final head; false when the body is not to be read (the verdict says why).
-    mutating func take(head: ResponseRules.Head) -> Bool {
+    /// `readsWhole`: a 200's plain body (no content coding) is read as the whole file.
+    mutating func take(head: ResponseRules.Head, readsWhole: Bool = false) -> Bool {
         headSeen = true
         switch head.status {
         case 206: break
         case 200:
             verdict = .whole
-            return false
+            let coded = head.contentEncoding.map { $0.lowercased() != "identity" } ?? false
+            guard readsWhole, head.invalid == nil, !coded else { return false }
+            wholeReading = true
+            wholeLength = head.contentLength
+            return true
         default:
             verdict = .status(head.status)
             return false
@@ -79,6 +91,12 @@ struct RangedAnswer {
     /// Takes the next piece of the body; `keep(offset, bytes)` is told each piece of the file it
     /// brings (false: the answer is to be ended). False when the answer is to be ended (the verdict says why).
     mutating func take(body bytes: UnsafeRawBufferPointer, keep store: (UInt64, UnsafeRawBufferPointer) -> Bool) -> Bool {
+        if readingWhole {
+            let at = wholeBytes
+            wholeBytes += UInt64(bytes.count)
+            if let wholeLength, wholeBytes > wholeLength { return false }
+            return keep(at, bytes, store)
+        }
         guard verdict == .reading else { return false }
         if var reader = multipart {
             let events: [ByteRangesReader.Event]
@@ -102,6 +120,9 @@ struct RangedAnswer {
         if next + UInt64(bytes.count) == end { ended = true }
         return keep(next, bytes, store)
     }
+
+    /// Whether a 200's body was read whole: as long as its head said, when it said.
+    var wholeBodyComplete: Bool { readingWhole && wholeLength.map { $0 == wholeBytes } != false }
 
     /// The verdict once the exchange ended without a failure: a 206 must have been read whole.
     mutating func finish() -> Verdict {
