@@ -138,7 +138,11 @@ import PrefetchCore
         #expect(s.origin.requests(to: "/img.bin.zsync").count == 1 && s.origin.requests(to: "/img.bin").count == asked, "no ranges asked")
         #expect(s.cached("t/img.bin") == old && s.partials.count == 2, "the delta partial and its control file are kept: \(s.partials)")
         // `status --json`: the delta partial, with no offset to resume from; `plan --json`: what it still misses.
-        let feedLine = try #require(try s.status().first { $0["type"] as? String == "feed" })
+        let statusLines = try s.run(["status", "--json"]).events
+        let feedLine = try #require(statusLines.first { $0["type"] as? String == "feed" })
+        // The cache's use counts the delta partial (at its apparent size, the file's length) and its control file.
+        let used = try #require(statusLines.first { $0["type"] as? String == "cache" }?["used"] as? Int)
+        #expect(used >= old.count + new.count, "used \(used): the copy and the delta partial")
         let kept = try #require((feedLine["partials"] as? [[String: Any]])?.first, "\(feedLine)")
         #expect(kept["resume_from"] is NSNull && kept["delta"] as? Bool == true && kept["total"] as? Int == new.count, "\(kept)")
         let missing = try #require(kept["missing"] as? Int)

@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Counted: every regular file below each feed's folder (listed feeds, and feeds state.db
 /// recorded whose manifest is gone), every generation of a `consistency: release` feed,
-/// and the partials; apparent sizes (`st_size`), a hard-linked file once. Not counted:
+/// and the partials (a delta's partial and control file too, SPEC §9); apparent sizes (`st_size`), a hard-linked file once. Not counted:
 /// state.db and everything else of `.prefetch/` (feed sources' copies, the lock), the
 /// reader indexes (prefetch's own), folders, and folders prefetch never recorded.
 ///
@@ -111,7 +111,8 @@ extension CacheUsage {
             }
         }
         if let partials = cache.partials {
-            for entry in FileSystem.entries(in: partials) where entry.kind == .regular && CacheLayout.isPartial(entry.name) {
+            for entry in FileSystem.entries(in: partials)
+            where entry.kind == .regular && (CacheLayout.isPartial(entry.name) || CacheLayout.isDeltaFile(entry.name)) {
                 if case .success(let info) = FileSystem.status(of: entry.name, in: partials) { walk.count(info, owner: nil) }
             }
         }
