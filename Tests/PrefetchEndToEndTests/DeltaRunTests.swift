@@ -85,4 +85,20 @@ import PrefetchCore
         #expect(s.partials.isEmpty, "\(s.partials)")
         #expect(gc.stdout.contains(".delta") && gc.stdout.contains(".zsync"), "\(gc.stdout)")
     }
+
+    /// A feed's `max_rate` holds for a delta's ranges too (SPEC §9: what came over the wire).
+    @Test func aDeltaKeepsToTheFeedsMaxRate() throws {
+        let (old, new) = DeltaTests.pair(37)
+        let s = try DeltaTests.changed(old, new)
+        try s.feed("limits: { max_rate: 40KiB/s }\n" + DeltaTests.entry(new))
+        let started = Date()
+        let run = try s.runJSON()
+        let seconds = Date().timeIntervalSince(started)
+        #expect(run.status == 0 && s.cached("t/img.bin") == new, "\(run.diagnostics)")
+        let placed = try #require(DeltaTests.event(run, "placed"))
+        let fetched = try #require(placed["fetched"] as? Int)
+        #expect(placed["delta"] as? Bool == true && fetched > 60_000, "\(placed)")
+        // At 40 KiB/s the ranges alone take fetched / 40 KiB seconds; half of that is the margin (libcurl's first burst).
+        #expect(seconds >= Double(fetched) / 40_960 / 2, "\(fetched) bytes in \(seconds) s")
+    }
 }

@@ -109,7 +109,7 @@ extension DeltaTransfer {
         let request = RangeFetcher.Request(url: job.url, headers: headers, ranges: asked, ifRange: validator,
                                            connectTimeout: limits.connectTimeout ?? config.connectTimeout,
                                            responseTimeout: limits.responseTimeout ?? config.responseTimeout,
-                                           stallTimeout: limits.stallTimeout ?? config.stallTimeout)
+                                           stallTimeout: limits.stallTimeout ?? config.stallTimeout, pace: pace)
         var answer = RangedAnswer(asked: asked, length: control.length, validator: validator)
         var headTaken = false
         var failedWrite: (what: String, error: Errno)?

@@ -46,6 +46,8 @@ struct DeltaTransfer {
     var budget: UInt64?
     /// Faults a test asks for (`delta-write`).
     var faults = FaultPoints.none
+    /// The feed's `max_rate` over the delta's ranges (nil: none).
+    lazy var pace: RangeFetcher.Pace? = job.feed.limits.maxRate.map { RangeFetcher.Pace(bytesPerSecond: $0.bytes) }
     /// A write failed for want of room (ENOSPC, EDQUOT): the run pauses, as for a transfer (SPEC §7).
     var diskFull = false
     /// Body bytes that came over the wire (control file and ranges).

@@ -16,6 +16,29 @@ final class RangeFetcher {
         var connectTimeout: TimeSpan
         var responseTimeout: TimeSpan
         var stallTimeout: TimeSpan
+        /// The feed's `max_rate`, kept across a delta's requests (nil: none).
+        var pace: Pace? = nil
+    }
+
+    /// A feed's `max_rate` for a delta (SPEC §9: its bytes are what came over the wire): a
+    /// delta runs alone in its round, so the feed's whole rate is its own. The bytes taken
+    /// since the delta began may not run ahead of the rate: a body that does waits, a tenth of
+    /// a second at a time, in its callback (libcurl's own limit measures first, and a body
+    /// that arrives in one read is never slowed by it).
+    final class Pace {
+        let bytesPerSecond: Double
+        private let started = Date()
+        private var taken: Double = 0
+
+        init(bytesPerSecond: UInt64) {
+            self.bytesPerSecond = Double(max(1, bytesPerSecond))
+        }
+
+        /// Takes `count` bytes; the seconds to wait before more.
+        func take(_ count: Int, now: Date = Date()) -> TimeInterval {
+            taken += Double(count)
+            return max(0, taken / bytesPerSecond - now.timeIntervalSince(started))
+        }
     }
 
     /// How the exchange ended: its final head (the body was handed on), or why not.
@@ -35,6 +58,8 @@ final class RangeFetcher {
     private(set) var bodyBytes: UInt64 = 0
     private var onBody: (UnsafeRawBufferPointer, ResponseRules.Head) -> Bool = { _, _ in true }
     private var refused = false
+    private var pace: Pace?
+    private var keepGoing: () -> String? = { nil }
 
     init(config: Config) {
         self.config = config
@@ -47,10 +72,15 @@ final class RangeFetcher {
 
     /// `onBody` gets each piece of a 2xx body with its head; false ends the exchange.
     /// `keepGoing` returns nil to go on, else why the exchange must end now.
-    func fetch(_ request: Request, keepGoing: () -> String?, onBody: @escaping (UnsafeRawBufferPointer, ResponseRules.Head) -> Bool) -> Outcome {
+    func fetch(_ request: Request, keepGoing: @escaping () -> String?, onBody: @escaping (UnsafeRawBufferPointer, ResponseRules.Head) -> Bool) -> Outcome {
         guard CurlGlobal.initialized else { return .failed("libcurl could not be set up") }
         self.onBody = onBody
-        defer { self.onBody = { _, _ in true } }
+        self.pace = request.pace
+        self.keepGoing = keepGoing
+        defer {
+            self.onBody = { _, _ in true }
+            self.keepGoing = { nil }
+        }
         var url = request.url.text
         var visited: Set<String> = [url]
         var redirects = 0
@@ -111,6 +141,14 @@ final class RangeFetcher {
         guard fetcher.onBody(UnsafeRawBufferPointer(start: data, count: length), fetcher.head) else {
             fetcher.refused = true
             return 0  // libcurl ends the exchange with a write error
+        }
+        if let pace = fetcher.pace {  // max_rate: wait here, a stop still looked at every 100 ms
+            var wait = pace.take(length)
+            while wait > 0 {
+                if fetcher.keepGoing() != nil { return length }  // the loop sees it next and ends the exchange
+                Thread.sleep(forTimeInterval: min(wait, 0.1))
+                wait = pace.take(0)
+            }
         }
         return length
     }
