@@ -101,4 +101,22 @@ import PrefetchCore
         // At 40 KiB/s the ranges alone take fetched / 40 KiB seconds; half of that is the margin (libcurl's first burst).
         #expect(seconds >= Double(fetched) / 40_960 / 2, "\(fetched) bytes in \(seconds) s")
     }
+
+    /// A hostile control file (SPEC §7's limits): 20 MB of junk with no header's end, or a
+    /// real control file followed by 20 MB more, is read no further than its header allows —
+    /// 64 KiB without a blank line, else exactly what its header declares — and is unusable:
+    /// one whole fetch, the right file.
+    @Test(arguments: ["junk", "trailing"])
+    func aHugeControlFileIsReadNoFurtherThanItsHeaderAllows(_ kind: String) throws {
+        let (old, new) = DeltaTests.pair(38)
+        let s = try DeltaTests.changed(old, new)
+        let huge = 20 << 20
+        let control = kind == "junk" ? [UInt8](repeating: 0x41, count: huge)
+            : try Zsyncmake.control(new, name: "img.bin") + [UInt8](repeating: 0x42, count: huge)
+        s.origin.serve("/img.bin.zsync", OriginResource(control, etag: "\"huge\""))
+        let run = try s.runJSON()
+        #expect(run.status == 0 && s.cached("t/img.bin") == new, "\(run.diagnostics)")
+        #expect(DeltaTests.event(run, "delta")?["reason"] as? String == "control file unusable", "\(run.stdout)")
+        #expect(s.origin.bytesSent(to: "/img.bin.zsync") < huge / 4, "\(s.origin.bytesSent(to: "/img.bin.zsync")) bytes sent of \(control.count)")
+    }
 }

@@ -35,6 +35,34 @@ struct ZsyncControl: Sendable, Equatable {
     /// The most a header may hold, and a block entry at most (4 + 16 bytes).
     static let headerLimit = 64 * 1024
 
+    /// The exact length a control file's first bytes declare — its header, then 
+    /// `ceil(Length / Blocksize)` entries of `rsum_bytes + checksum_bytes` — once its blank
+    /// line has come; the header limit when more than that came without one (the file is
+    /// over the limits: read no further); nil until then, or when the header cannot tell
+    /// (the full reader then says what is wrong).
+    static func declaredLength(_ prefix: [UInt8]) -> Int? {
+        let limit = min(prefix.count, headerLimit + 1)
+        var end: Int?
+        for index in 0..<max(0, limit - 1) where prefix[index] == 0x0A && prefix[index + 1] == 0x0A {
+            end = index + 2
+            break
+        }
+        guard let end else { return prefix.count > headerLimit ? headerLimit : nil }
+        var values: [String: String] = [:]
+        for line in prefix[0..<(end - 2)].split(separator: 0x0A) {
+            guard let colon = line.firstIndex(of: 0x3A), let name = String(bytes: line[line.startIndex..<colon], encoding: .utf8),
+                  let value = String(bytes: line[(colon + 1)...], encoding: .utf8) else { continue }
+            values[name] = value.trimmingCharacters(in: .whitespaces)
+        }
+        let lengths = (values["Hash-Lengths"] ?? "1,4,16").split(separator: ",").compactMap { Int($0) }
+        guard let length = values["Length"].flatMap(UInt64.init), let size = values["Blocksize"].flatMap(UInt64.init), size > 0,
+              lengths.count == 3, (1...4).contains(lengths[1]), (3...16).contains(lengths[2]) else { return nil }
+        let blocks = (length + size - 1) / size
+        let (total, overflow) = blocks.multipliedReportingOverflow(by: UInt64(lengths[1] + lengths[2]))
+        guard !overflow, total <= UInt64(Int.max - end) else { return nil }
+        return end + Int(total)
+    }
+
     /// What a control file may cost before it is fetched (SPEC §9, the budget and the plan):
     /// 64 KiB and 20 bytes a 2 KiB block of `size`, or 64 KiB without a size.
     static func bound(size: UInt64?) -> UInt64 {

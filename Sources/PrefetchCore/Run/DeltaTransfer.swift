@@ -190,9 +190,11 @@ struct DeltaTransfer {
         let most = resource.size ?? min(resource.maxSize ?? config.maxSize.bytes, config.maxSize.bytes)
         let limit = ZsyncControl.headerLimit + Int(clamping: 20 * ((most + 255) / 256))
         let fetcher = SourceFetcher(config: config)
-        let request = SourceRequest(url: url, headers: headers, validators: conditional ? controlValidators : nil, limit: limit,
+        var request = SourceRequest(url: url, headers: headers, validators: conditional ? controlValidators : nil, limit: limit,
                                     limitName: "the control file's limit", what: "control file", allowsDowngrade: false,
                                     clientCertificate: config.clientCertificate)
+        // Its header says how long it is: no byte past that (or past 64 KiB without a header) is read (SPEC §7).
+        request.refineLimit = ZsyncControl.declaredLength
         let response = fetcher.fetch(request, stopRequested: { keepGoing() != nil })
         wireBytes += fetcher.bodyBytes
         switch response {

@@ -17,6 +17,9 @@ struct SourceRequest {
     var allowsDowngrade: Bool
     /// The source's own client certificate, else the config's (nil: none).
     var clientCertificate: ClientCertificate?
+    /// A tighter limit learnt from the body's first bytes (a zsync control file's header
+    /// declares its exact length): asked as the body grows until it answers; nil: not yet.
+    var refineLimit: (([UInt8]) -> Int?)? = nil
 }
 
 /// How a fetch ended.
@@ -46,6 +49,7 @@ final class SourceFetcher {
     private var body: [UInt8] = []
     private var limit = 0
     private var overLimit = false
+    private var refineLimit: (([UInt8]) -> Int?)?
 
     init(config: Config) {
         self.config = config
@@ -103,6 +107,7 @@ final class SourceFetcher {
         body = []
         self.limit = limit
         overLimit = false
+        refineLimit = request.refineLimit
         let easy: CurlEasy
         do {
             easy = try CurlEasy()
@@ -136,6 +141,14 @@ final class SourceFetcher {
         let length = size * count
         fetcher.bodyBytes += UInt64(length)
         if fetcher.head.status != 200 { return length }  // a redirect's or an error's body: not kept
+        if let refine = fetcher.refineLimit {
+            // The bytes seen so far may say how many there are to be: never more than the limit.
+            let seen = fetcher.body + UnsafeRawBufferPointer(start: data, count: length).prefix(max(0, fetcher.limit - fetcher.body.count))
+            if let refined = refine(seen) {
+                fetcher.limit = min(fetcher.limit, refined)
+                fetcher.refineLimit = nil
+            }
+        }
         if fetcher.body.count + length > fetcher.limit || fetcher.head.contentLength.map({ $0 > UInt64(fetcher.limit) }) == true {
             fetcher.overLimit = true
             return 0  // libcurl ends the exchange with a write error
