@@ -14,7 +14,11 @@ func fuzzZsync(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     guard let selector = input.first else { return 0 }
     let rest = Array(input.dropFirst())
     if selector & 1 == 0 {
+        // The early bound (read no further than the header declares) never crashes, and never
+        // stops a file the reader accepts: for one, it declares exactly the file's length.
+        let declared = ZsyncControl.declaredLength(rest)
         guard let control = try? ZsyncControl(parsing: rest, maxSize: 1 << 40) else { return 0 }
+        require(declared == rest.count, "an accepted control file of \(rest.count) bytes declared \(declared.map(String.init) ?? "nothing")")
         require(rest.starts(with: Array("zsync: ".utf8)), "accepted without 'zsync: '")
         require(control.blockSize >= 256 && control.blockSize <= 1 << 20 && control.blockSize & (control.blockSize - 1) == 0, "block size \(control.blockSize)")
         require(control.sha1.utf8.count == 40, "SHA-1 \(control.sha1)")
