@@ -119,4 +119,27 @@ import PrefetchCore
         #expect(DeltaTests.event(run, "delta")?["reason"] as? String == "control file unusable", "\(run.stdout)")
         #expect(s.origin.bytesSent(to: "/img.bin.zsync") < huge / 4, "\(s.origin.bytesSent(to: "/img.bin.zsync")) bytes sent of \(control.count)")
     }
+
+    /// A 503 from the resource URL's own origin during a delta holds the origin (SPEC §6), as
+    /// a transfer's does: one `held` line for it, the hold in state.db (the plan shows the row in backoff), no
+    /// whole fetch; once the hold has passed, the next run's delta probes it and places the file.
+    @Test func aServerErrorThatHoldsTheOriginHoldsItForADelta() throws {
+        let (old, new) = DeltaTests.pair(39)
+        let s = try DeltaTests.changed(old, new)
+        s.origin.inject("/img.bin.zsync", [.status(503)])
+        try s.feed(DeltaTests.entry(new) + "retry:\n  attempts: 3\n  backoff: 2h\n")
+        let before = s.origin.requests(to: "/img.bin").count
+        let run = try s.runJSON()
+        #expect(run.status == 1, "\(run.stdout)")
+        let held = try #require(run.events.first { $0["type"] as? String == "held" }, "\(run.stdout)")
+        #expect(held["reason"] as? String == "HTTP 503" && held["resources"] as? Int == 1, "\(held)")
+        #expect(s.origin.requests(to: "/img.bin").count == before, "no whole fetch")
+        #expect(s.state()?.originHolds.isEmpty == false, "the hold is recorded")
+        let row = try #require(try s.plan(offset: "+1m").first { $0["path"] as? String == "img.bin" })
+        #expect(row["state"] as? String == "backoff" && row["error"] as? String == "control file: HTTP 503", "\(row)")
+        let again = try s.runJSON(offset: "+3h")
+        #expect(again.status == 0 && s.cached("t/img.bin") == new, "\(again.diagnostics)")
+        #expect(DeltaTests.event(again, "placed")?["delta"] as? Bool == true, "\(again.stdout)")
+        #expect(s.state()?.originHolds.isEmpty == true, "the answer ended the hold")
+    }
 }

@@ -19,6 +19,12 @@ struct DeltaRound {
     var budgetLeft: (Feed) -> UInt64? = { _ in nil }
     /// The bytes this round's deltas moved, by feed.
     private var spent: [String: UInt64] = [:]
+    /// Origins held (SPEC §6): state.db's when the round begins, and those its deltas' 429,
+    /// 502, 503 and 504 hold, as the engine's transfers do.
+    private var holds = OriginHolds()
+    var recordedHolds: [String: OriginHold] = [:] {
+        didSet { holds = OriginHolds(recorded: recordedHolds) }
+    }
     private(set) var summary = EngineSummary()
     /// The jobs to fetch whole in this pass.
     private(set) var wholeFetches: [TransferJob] = []
@@ -64,8 +70,34 @@ struct DeltaRound {
                 pause(job, summary.diskFull ? "disk full" : "stopped")
                 continue
             }
-            while let retry = runOne(job, pauseReason: pauseReason, stopRequested: stopRequested) {
+            while admitted(job, stopRequested: stopRequested), let retry = runOne(job, pauseReason: pauseReason, stopRequested: stopRequested) {
                 job = retry
+            }
+        }
+        // One line per origin still held, counting its resources (SPEC §6).
+        for held in holds.held() {
+            report(.held(origin: held.origin, reason: held.reason, until: held.until, resources: held.resources.count))
+            summary.held += held.resources.count
+            summary.failedHeld += held.resources.count
+        }
+    }
+
+    /// Whether `job`'s origin lets it go now: a hold that ends within the run is waited for
+    /// (a stop still looked at); one beyond it counts the job as held with its origin.
+    private mutating func admitted(_ job: TransferJob, stopRequested: () -> Bool) -> Bool {
+        while true {
+            switch holds.admission(job, now: clock()) {
+            case .go: return true
+            case .held:
+                summary.count(.failed, feed: job.feed.name)
+                summary.failures.append((job.key, holds.cause(of: job.url.origin, now: clock()) ?? "origin held"))
+                return false
+            case .wait:
+                if stopRequested() {
+                    pause(job, "stopped")
+                    return false
+                }
+                Thread.sleep(forTimeInterval: 0.1)
             }
         }
     }
@@ -89,6 +121,11 @@ struct DeltaRound {
         }
         summary.countBody(wire, feed: feed.name)
         record { try $0.addMeteredBytesIf(metered, feed: feed, bytes: wire, at: startedAt) }
+        switch outcome {
+        case .placed, .fresh:  // the origin answered: its hold ends (SPEC §6)
+            if holds.transferEnded(origin: job.url.origin, answered: true) { record { try $0.clearOrigin(job.url.origin) } }
+        default: break
+        }
         switch outcome {
         case .placed(let placed):
             placedFile(job, placed, wire: wire, started: started, startedAt: startedAt)
@@ -153,6 +190,9 @@ struct DeltaRound {
         let failure = TransferFailure(kind: status == 200 ? .mismatch : .transient, message: message, retryAfter: nil, discardPartial: false,
                                       httpStatus: status)
         let now = clock()
+        if let status, [429, 502, 503, 504].contains(status) {
+            return heldOrigin(job, failure, wire: wire, startedAt: startedAt)
+        }
         let decision = RetryDecision.after(failure, failures: job.failures + 1, policy: job.feed.retry, now: now, using: &random)
         record {
             try $0.recordAttempt(job.key, startedAt: startedAt, finishedAt: now, bytes: wire, httpStatus: status, outcome: "failed (delta)",
@@ -178,6 +218,33 @@ struct DeltaRound {
         summary.failures.append((job.key, message))
         summary.changedFeeds.insert(job.feed.name)
         report(.failed(job.key, message: message, retryAt: decision.nextRetry))
+        return nil
+    }
+
+    /// A 429, 502, 503 or 504 from the resource URL's own origin holds the origin (SPEC §6): the
+    /// hold is recorded; a hold that ends within the run makes this resource its probe (the
+    /// job is returned, to go when `admitted` lets it); else the resource waits with its origin.
+    private mutating func heldOrigin(_ job: TransferJob, _ failure: TransferFailure, wire: UInt64, startedAt: Instant) -> TransferJob? {
+        let origin = job.url.origin, now = clock()
+        let (hold, wait, forTheRun) = holds.hold(origin, cause: "HTTP \(failure.httpStatus ?? 0)", retryAfter: nil, policy: job.feed.retry,
+                                                 startedAt: startedAt, now: now, failed: job.key, using: &random)
+        record {
+            try $0.holdOrigin(hold)
+            try $0.recordAttempt(job.key, startedAt: startedAt, finishedAt: now, bytes: wire, httpStatus: failure.httpStatus,
+                                 outcome: "failed (delta)", error: failure.message)
+            try $0.recordFailure(job.key, urlHash: job.urlHash, entry: job.entry, release: job.release, error: failure.message,
+                                 permanent: false, nextRetry: hold.until, at: now)
+        }
+        if !forTheRun {
+            report(.heldWithOrigin(job.key, message: failure.message, origin: origin, until: hold.until, after: wait))
+            var again = job
+            again.failures += 1
+            return again
+        }
+        summary.changedFeeds.insert(job.feed.name)
+        report(.failed(job.key, message: failure.message, retryAt: hold.until, origin: origin))
+        summary.count(.failed, feed: job.feed.name)
+        summary.failures.append((job.key, failure.message))
         return nil
     }
 

@@ -46,6 +46,7 @@ extension RunPass {
                     let usedToday = (snapshot.meteredBytes[MeteredDay(feed: feed.name, day: day)] ?? 0) + (usedNow[feed.name] ?? 0)
                     return budget.bytes - min(budget.bytes, usedToday)
                 }
+                deltas.recordedHolds = (try? state.originHolds()) ?? snapshot.originHolds  // the engine's round may have held some
                 deltas.run(deltaJobs, pauseReason: pauseReason, stopRequested: stopRequested)
                 for (feed, tally) in deltas.summary.byFeed { used[feed, default: 0] += tally.bodyBytes - (before[feed]?.bodyBytes ?? 0) }
                 let wholeFetches = deltas.takeWholeFetches()

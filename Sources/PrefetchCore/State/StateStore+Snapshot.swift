@@ -120,6 +120,13 @@ extension StateStore {
         }
     }
 
+    /// The origins held now (a round that runs after others reads what they held).
+    func originHolds() throws(SQLiteError) -> [String: OriginHold] {
+        var snapshot = StateSnapshot()
+        try readOriginHolds(into: &snapshot)
+        return snapshot.originHolds
+    }
+
     /// Origins held after connection failures and 429/5xx.
     private func readOriginHolds(into snapshot: inout StateSnapshot) throws(SQLiteError) {
         let holds = try db.prepare("SELECT origin, until, reason, since, failures FROM origin_holds")
