@@ -142,4 +142,21 @@ import PrefetchCore
         #expect(DeltaTests.event(again, "placed")?["delta"] as? Bool == true, "\(again.stdout)")
         #expect(s.state()?.originHolds.isEmpty == true, "the answer ended the hold")
     }
+
+    /// An origin the pass's whole transfers held (another file's 503, backoff 2 h) holds the
+    /// delta of a file on that origin too: counted held with it at once, never waited for.
+    @Test func anOriginHeldEarlierInThePassHoldsTheDeltaWithoutWaiting() throws {
+        let (old, new) = DeltaTests.pair(40)
+        let s = try DeltaTests.changed(old, new)
+        s.origin.serve("/other.bin", OriginResource(FaultTests.bytes(1000, seed: 41)))
+        s.origin.inject("/other.bin", [.status(503)])
+        try s.feed(DeltaTests.entry(new) + "  - url: ORIGIN/other.bin\nretry:\n  attempts: 3\n  backoff: 2h\n")
+        let started = Date()
+        let run = try s.runJSON(timeout: 30)
+        #expect(Date().timeIntervalSince(started) < 20, "the delta did not wait for a 2 h hold")
+        #expect(run.status == 1, "\(run.stdout)")
+        let held = try #require(run.events.first { $0["type"] as? String == "held" }, "\(run.stdout)")
+        #expect(held["reason"] as? String == "HTTP 503", "\(held)")
+        #expect(s.origin.requests(to: "/img.bin.zsync").isEmpty && s.cached("t/img.bin") == old, "no request to a held origin")
+    }
 }

@@ -93,6 +93,15 @@ struct DeltaRound {
                 summary.failures.append((job.key, holds.cause(of: job.url.origin, now: clock()) ?? "origin held"))
                 return false
             case .wait:
+                // Waited for only when the hold ends within what a run waits; a longer one (a hold
+                // an earlier round of the pass recorded) holds the job with its origin.
+                let origin = job.url.origin
+                if let until = holds.until(of: origin), until.seconds - clock().seconds > RetryDecision.inRunLimit {
+                    holds.countHeld(origin, job.key)
+                    summary.count(.failed, feed: job.feed.name)
+                    summary.failures.append((job.key, holds.cause(of: origin, now: clock()) ?? "origin held"))
+                    return false
+                }
                 if stopRequested() {
                     pause(job, "stopped")
                     return false
