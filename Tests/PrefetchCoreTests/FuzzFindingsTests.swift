@@ -185,6 +185,14 @@ import Testing
         for name in ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"] {  // the name need not match the date
             #expect(ResponseRules.retryAfter("\(name) May 28 20:26:50 2026", now: now) == 10)
         }
+        // fuzz-response (CI, stop 41): a leap second, "23:59:60" (RFC 9110 allows second 60),
+        // was read as the next day's 00:00:00; it is the last second of its day, as in a manifest
+        // Timestamp (the date named, never the day after it).
+        #expect(ResponseRules.retryAfter("Thu, 28 May 2026 20:26:60 GMT", now: now) == 19)
+        #expect(HTTPDate.parse("Fri, 31 Dec 2027 23:59:60 GMT") == HTTPDate.parse("Fri, 31 Dec 2027 23:59:59 GMT"))
+        #expect(HTTPDate.parse("Friday, 31-Dec-27 23:59:60 GMT") == HTTPDate.parse("Fri, 31 Dec 2027 23:59:59 GMT"))
+        #expect(HTTPDate.parse("Fri Dec 31 23:59:60 2027") == HTTPDate.parse("Fri, 31 Dec 2027 23:59:59 GMT"))
+        #expect(HTTPDate.parse("Fri, 31 Dec 2027 23:59:61 GMT") == nil)
         // The same rule for Content-Range and Content-Length, which fuzz-response checks against.
         #expect(ResponseRules.contentRange("bytes +0-4/5") == nil)
         #expect(ResponseRules.contentRange("bytes 0-+4/5") == nil)

@@ -46,7 +46,9 @@ enum HTTPDate {
               clock.count == 8, clock[2] == 0x3A, clock[5] == 0x3A,
               let hour = number(clock[0..<2]), let minute = number(clock[3..<5]), let second = number(clock[6..<8]),
               hour < 24, minute < 60, second < 61 else { return nil }
-        return CivilTime(year: year, month: month, day: day, hour: hour, minute: minute, second: second).secondsAsUTC
+        // A leap second (":60", RFC 9110's 00–60) is the last second of the day it names, as a
+        // manifest Timestamp reads it: never the next day's first.
+        return CivilTime(year: year, month: month, day: day, hour: hour, minute: minute, second: min(second, 59)).secondsAsUTC
     }
 
     private static func gmt(_ token: [UInt8]) -> Bool { token == [0x47, 0x4D, 0x54] }  // "GMT", case-sensitive (RFC 9110)
