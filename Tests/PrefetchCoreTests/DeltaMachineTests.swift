@@ -26,6 +26,9 @@ import Testing
             // A kept partial's control file stands ("Resume": a 304 keeps it); else only a request with conditions can be answered 304.
             if start.resumes { return .scan }
             return start.revalidates && start.conditional ? .fresh : .wholeFetch(.controlUnusable("HTTP 304 to a request without conditions"))
+        case .file(let sha1) where start.movedWith != nil && sha1 != start.movedWith:
+            // Step 3: a delta moves to another URL only when that URL's control file has the same SHA-1.
+            return .wholeFetch(.mirrorDiffers("its control file's SHA-1 is \(sha1), the delta began with \(start.movedWith!)"))
         case .file(let sha1) where sha1 == start.copySHA1:
             return start.revalidates ? .fresh : .wholeFetch(.controlStale("its SHA-1 is the cached copy's"))
         case .file:
@@ -66,7 +69,10 @@ import Testing
             for conditional in [false, true] {
                 for copy in [nil, Self.controlSHA1, Self.otherSHA1] {
                     for resumes in [false, true] {
-                        starts.append(.init(revalidates: revalidates, conditional: conditional, copySHA1: copy, resumes: resumes))
+                        for moved in [nil, Self.controlSHA1, Self.otherSHA1] {
+                            starts.append(.init(revalidates: revalidates, conditional: conditional, copySHA1: copy, resumes: resumes,
+                                                movedWith: moved))
+                        }
                     }
                 }
             }
@@ -77,7 +83,7 @@ import Testing
             answers += [.status(status, ownOrigin: true), .status(status, ownOrigin: false)]
         }
         answers += [.failed("could not connect: connection refused", ownOrigin: true), .failed("could not connect: connection refused", ownOrigin: false)]
-        #expect(starts.count == 24 && answers.count == 24)
+        #expect(starts.count == 72 && answers.count == 24)
         for start in starts {
             let fresh = DeltaMachine(start)
             // The control file is asked conditionally only for a current copy with the control file's validators.
@@ -197,13 +203,13 @@ import Testing
 
     // MARK: The refusals
 
-    @Test func refusalsHaveFourteenFixedReasons() {
+    @Test func refusalsHaveFifteenFixedReasons() {
         let all: [DeltaRefusal] = [
             .controlMissing(404), .controlRefused(401), .controlUnusable("no blank line after the header"),
             .controlStale("its SHA-1 is the cached copy's"), .controlUnreachable("HTTP 502"),
             .littleInCommon(missing: 950, length: 1_000), .rangesIgnored, .rangesInvalid("a part outside the ranges asked for"),
             .rangesStale("another ETag"), .rangeNotSatisfiable, .rangesRefused(403), .rangesBroughtNothing,
-            .mismatch("SHA-1 differs"), .noMD4,
+            .mismatch("SHA-1 differs"), .mirrorDiffers("its control file's SHA-1 is another"), .noMD4,
         ]
         // Exhaustive: a new case does not compile here until it is listed above.
         func position(_ refusal: DeltaRefusal) -> Int {
@@ -221,14 +227,15 @@ import Testing
             case .rangesRefused: 10
             case .rangesBroughtNothing: 11
             case .mismatch: 12
-            case .noMD4: 13
+            case .mirrorDiffers: 13
+            case .noMD4: 14
             }
         }
-        #expect(all.map(position) == Array(0..<14))
+        #expect(all.map(position) == Array(0..<15))
         let reasons = ["control file missing", "control file refused", "control file unusable", "control file stale",
                        "control file unreachable", "little in common", "ranges ignored", "ranges invalid", "ranges stale",
-                       "range not satisfiable", "ranges refused", "ranges brought nothing", "mismatch", "no MD4"]
-        #expect(Set(reasons).count == 14)
+                       "range not satisfiable", "ranges refused", "ranges brought nothing", "mismatch", "mirror differs", "no MD4"]
+        #expect(Set(reasons).count == 15)
         #expect(all.map(\.reason) == reasons)
         for refusal in all { #expect(!refusal.detail.isEmpty, "\(refusal)") }
         #expect(DeltaRefusal.controlMissing(410).detail == "HTTP 410" && DeltaRefusal.rangesRefused(403).detail == "HTTP 403")

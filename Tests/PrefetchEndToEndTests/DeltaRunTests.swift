@@ -159,4 +159,39 @@ import PrefetchCore
         #expect(held["reason"] as? String == "HTTP 503", "\(held)")
         #expect(s.origin.requests(to: "/img.bin.zsync").isEmpty && s.cached("t/img.bin") == old, "no request to a held origin")
     }
+
+    /// A connection that breaks before a head (the ranges' request at the resource URL's own
+    /// origin) holds the origin, as a transfer's does (SPEC §6): one `held` line with its
+    /// cause, the hold in state.db, no whole fetch.
+    @Test func aConnectionFailureDuringADeltaHoldsTheOrigin() throws {
+        let (old, new) = DeltaTests.pair(66)
+        let s = try DeltaTests.changed(old, new)
+        s.origin.inject("/img.bin", [.raw([])])  // the first ranged request: closed before a byte
+        try s.feed(DeltaTests.entry(new) + "retry:\n  attempts: 3\n  backoff: 2h\n")
+        let before = s.origin.requests(to: "/img.bin").count
+        let run = try s.runJSON()
+        #expect(run.status == 1, "\(run.stdout)")
+        let held = try #require(run.events.first { $0["type"] as? String == "held" }, "\(run.stdout)")
+        #expect(held["reason"] as? String == "connection reset before a response" && held["resources"] as? Int == 1, "\(held)")
+        #expect(s.origin.requests(to: "/img.bin").count == before + 1, "the ranges once, no whole fetch")
+        #expect(s.state()?.originHolds.isEmpty == false, "the hold is recorded")
+        #expect(s.cached("t/img.bin") == old && s.partials.count == 2, "the partial and its control file kept: \(s.partials)")
+    }
+
+    /// A 503 with `Retry-After: 2` to the control file holds the origin for 2 s, not for the
+    /// feed's 2 h backoff: the run waits, probes, and places the file by delta in the same run.
+    @Test func aDeltaReadsRetryAfter() throws {
+        let (old, new) = DeltaTests.pair(67)
+        let s = try DeltaTests.changed(old, new)
+        s.origin.inject("/img.bin.zsync", [.status(503, headers: [("Retry-After", "2")])])
+        try s.feed(DeltaTests.entry(new) + "retry:\n  attempts: 3\n  backoff: 2h\n")
+        let started = Date()
+        let run = try s.runJSON(timeout: 40)
+        #expect(run.status == 0 && s.cached("t/img.bin") == new, "\(run.diagnostics)")
+        #expect(DeltaTests.event(run, "placed")?["delta"] as? Bool == true, "\(run.stdout)")
+        let waited = Date().timeIntervalSince(started)
+        #expect(waited >= 1.5 && waited < 30, "waited \(waited) s for a Retry-After of 2 s")
+        #expect(s.origin.requests(to: "/img.bin.zsync").count == 2, "asked again after the hold")
+        #expect(s.state()?.originHolds.isEmpty == true, "the answer ended the hold")
+    }
 }

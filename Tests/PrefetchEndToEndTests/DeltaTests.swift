@@ -322,4 +322,24 @@ import PrefetchCore
         #expect(whole.stdout.contains("whole   t/img.bin  delta not used: control file missing (HTTP 404)"), "\(whole.stdout)")
         #expect(s.cached("t/img.bin") == newer)
     }
+
+    /// A copy placed before its entry had `zsync` has no recorded SHA-1: it is read once from
+    /// the file (SPEC §9), so a changed entry whose control file is still the copy's version
+    /// is `control file stale` at once, before any scan or range (not a mismatch at the end).
+    @Test func aCopyPlacedBeforeZsyncHasItsSHA1ReadOnce() throws {
+        let (old, new) = Self.pair(68)
+        let s = try FaultHarness()
+        s.origin.serve("/img.bin", OriginResource(old, etag: "\"v1\""))
+        try s.feed("resources:\n  - url: ORIGIN/img.bin\n    sha256: \(FaultTests.sha(old))\n")
+        #expect(try s.run().status == 0)
+        #expect(s.state()?.resources[ResourceKey(feed: "t", path: "img.bin")] != nil)
+        s.origin.serve("/img.bin", OriginResource(new, etag: "\"v2\""))
+        s.origin.serve("/img.bin.zsync", OriginResource(try Zsyncmake.control(old, name: "img.bin"), etag: "\"z1\""))  // not regenerated
+        try s.feed(Self.entry(new))
+        let run = try s.runJSON()
+        #expect(run.status == 0 && s.cached("t/img.bin") == new, "\(run.diagnostics)")
+        let delta = try #require(Self.event(run, "delta"), "\(run.stdout)")
+        #expect(delta["reason"] as? String == "control file stale", "\(delta)")
+        #expect(s.origin.requests(to: "/img.bin").allSatisfy { $0.header("range") == nil }, "no range asked")
+    }
 }

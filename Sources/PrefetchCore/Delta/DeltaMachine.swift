@@ -19,6 +19,10 @@ struct DeltaMachine: Equatable {
         /// A delta partial is kept with its control file (SPEC §9 "Resume"): the control file
         /// is asked again conditionally on its validators, and a 304 keeps it.
         var resumes = false
+        /// The delta moved here from another of the resource's URLs (SPEC §8), where its
+        /// control file had this SHA-1: it goes on here only with a control file of the same
+        /// (SPEC §9 step 3), else the resource is fetched whole from here.
+        var movedWith: String? = nil
     }
 
     enum Phase: Equatable { case control, scanning, ranges, checking, ended }
@@ -130,6 +134,9 @@ struct DeltaMachine: Equatable {
             if start.resumes { return .scan }  // the kept control file stands: the delta goes on
             return start.revalidates && start.conditional ? .fresh : .wholeFetch(.controlUnusable("HTTP 304 to a request without conditions"))
         case .file(let sha1):
+            if let movedWith = start.movedWith, sha1 != movedWith {
+                return .wholeFetch(.mirrorDiffers("its control file's SHA-1 is \(sha1), the delta began with \(movedWith)"))
+            }
             guard sha1 != start.copySHA1 else {
                 // The copy is the control file's version: current at a release; for a changed entry, stale.
                 return start.revalidates ? .fresh : .wholeFetch(.controlStale("its SHA-1 is the cached copy's"))
@@ -182,6 +189,7 @@ enum DeltaRefusal: Equatable {
     case rangesRefused(Int)
     case rangesBroughtNothing
     case mismatch(String)
+    case mirrorDiffers(String)
     case noMD4
 
     /// The fixed reason.
@@ -200,6 +208,7 @@ enum DeltaRefusal: Equatable {
         case .rangesRefused: return "ranges refused"
         case .rangesBroughtNothing: return "ranges brought nothing"
         case .mismatch: return "mismatch"
+        case .mirrorDiffers: return "mirror differs"
         case .noMD4: return "no MD4"
         }
     }
@@ -209,7 +218,7 @@ enum DeltaRefusal: Equatable {
         switch self {
         case .controlMissing(let status), .controlRefused(let status), .rangesRefused(let status): return "HTTP \(status)"
         case .controlUnusable(let detail), .controlStale(let detail), .controlUnreachable(let detail), .rangesInvalid(let detail),
-             .rangesStale(let detail), .mismatch(let detail):
+             .rangesStale(let detail), .mismatch(let detail), .mirrorDiffers(let detail):
             return detail
         case .littleInCommon(let missing, let length):
             return "\(ByteSize.format(missing)) of \(ByteSize.format(length)) missing after the scan (over 90 %)"

@@ -29,6 +29,9 @@ struct DeltaRound {
     /// The jobs to fetch whole in this pass.
     private(set) var wholeFetches: [TransferJob] = []
     private var random = SplitMix64(seed: UInt64.random(in: 0...UInt64.max))
+    /// The SHA-1 of the control file a delta used at a URL that failed, by resource: at the
+    /// next URL of its pass it goes on only with a control file of the same SHA-1 (SPEC §9).
+    private var movedSHA1: [ResourceKey: String] = [:]
 
     init(cache: CacheFolder, state: StateStore, config: Config, environment: [String: String], clock: @escaping () -> Instant,
          report: @escaping (RunEvent) -> Void) {
@@ -70,7 +73,7 @@ struct DeltaRound {
                 pause(job, summary.diskFull ? "disk full" : "stopped")
                 continue
             }
-            while admitted(job, stopRequested: stopRequested), let retry = runOne(job, pauseReason: pauseReason, stopRequested: stopRequested) {
+            while admitted(&job, stopRequested: stopRequested), let retry = runOne(job, pauseReason: pauseReason, stopRequested: stopRequested) {
                 job = retry
             }
         }
@@ -82,26 +85,37 @@ struct DeltaRound {
         }
     }
 
-    /// Whether `job`'s origin lets it go now: a hold that ends within the run is waited for
-    /// (a stop still looked at); one beyond it counts the job as held with its origin.
-    private mutating func admitted(_ job: TransferJob, stopRequested: () -> Bool) -> Bool {
+    /// Whether `job` may go now, and to which of its URLs (SPEC §8: a pass asks the first
+    /// listed URL whose origin is not held; `job` is moved there). A hold that ends within the
+    /// run is waited for (a stop still looked at); when every URL is held beyond it, the job
+    /// is counted held with the first one's origin.
+    private mutating func admitted(_ job: inout TransferJob, stopRequested: () -> Bool) -> Bool {
         while true {
-            switch holds.admission(job, now: clock()) {
-            case .go: return true
-            case .held:
-                summary.count(.failed, feed: job.feed.name)
-                summary.failures.append((job.key, holds.cause(of: job.url.origin, now: clock()) ?? "origin held"))
-                return false
-            case .wait:
-                // Waited for only when the hold ends within what a run waits; a longer one (a hold
-                // an earlier round of the pass recorded) holds the job with its origin.
-                let origin = job.url.origin
-                if let until = holds.until(of: origin), until.seconds - clock().seconds > RetryDecision.inRunLimit {
-                    holds.countHeld(origin, job.key)
-                    summary.count(.failed, feed: job.feed.name)
-                    summary.failures.append((job.key, holds.cause(of: origin, now: clock()) ?? "origin held"))
-                    return false
+            let now = clock()
+            var choice: MirrorOrder.Choice
+            if let pass = job.mirrorPass {
+                let resource = job.resource
+                choice = pass.next { admission(of: resource.url(at: $0).origin, now: now) }
+            } else {
+                switch admission(of: job.url.origin, now: now) {
+                case .go: choice = .request(job.urlIndex)
+                case .wait: choice = .wait
+                case .held: choice = .held(job.urlIndex)
                 }
+            }
+            // A pass moved on by a failure whose URLs left are all held now: held with the first's origin.
+            if case .over = choice { choice = .held(job.mirrorPass?.order[0] ?? job.urlIndex) }
+            switch choice {
+            case .request(let index):
+                if index != job.urlIndex { job = job.at(index) }
+                return true
+            case .held(let index):
+                let origin = job.resource.url(at: index).origin
+                holds.countHeld(origin, job.key)
+                summary.count(.failed, feed: job.feed.name)
+                summary.failures.append((job.key, holds.cause(of: origin, now: now) ?? "origin held"))
+                return false
+            case .wait, .over:
                 if stopRequested() {
                     pause(job, "stopped")
                     return false
@@ -109,6 +123,14 @@ struct DeltaRound {
                 Thread.sleep(forTimeInterval: 0.1)
             }
         }
+    }
+
+    /// What `origin`'s hold allows now. One that outlasts what a run waits (a hold an earlier
+    /// round of the pass recorded) holds for the rest of it: it is never waited for.
+    private func admission(of origin: String, now: Instant) -> MirrorOrder.Admission {
+        let admission = holds.admission(of: origin, now: now)
+        if admission == .wait, let until = holds.until(of: origin), until.seconds - now.seconds > RetryDecision.inRunLimit { return .held }
+        return admission
     }
 
     /// One delta; returns the job again when it is to be retried in this run (after its wait).
@@ -120,6 +142,7 @@ struct DeltaRound {
         }
         delta.budget = budgetLeft(feed).map { left in left - min(left, spent[feed.name] ?? 0) }
         delta.faults = faults
+        delta.movedWith = movedSHA1.removeValue(forKey: job.key)
         let outcome = delta.run()
         let wire = delta.wireBytes
         spent[feed.name, default: 0] += wire
@@ -141,7 +164,8 @@ struct DeltaRound {
         case .fresh:
             record {
                 try $0.recordValidated(job.key, urlHash: job.urlHash, validators: job.cachedValidators ?? Validators(), length: nil, sha256: nil,
-                                       placed: false, encoding: job.resource.encoding, at: self.clock(), clearPartial: job.partial != nil)
+                                       placed: false, encoding: job.resource.encoding, at: self.clock(), clearPartial: job.partial != nil,
+                                       answeredBy: job.answeringURL)
                 try $0.recordAttempt(job.key, startedAt: startedAt, finishedAt: self.clock(), bytes: wire, httpStatus: nil,
                                      outcome: "not modified (control file)", error: nil)
             }
@@ -157,8 +181,8 @@ struct DeltaRound {
         case .failed where delta.diskFull:  // as a transfer: the run pauses, the next one resumes (SPEC §7)
             summary.diskFull = true
             pause(job, "disk full")
-        case .failed(let message, let status):
-            return failed(job, message: message, status: status, wire: wire, startedAt: startedAt, stopRequested: stopRequested)
+        case .failed(let failure):
+            return failed(job, failure, deltaSHA1: delta.control?.sha1, wire: wire, startedAt: startedAt, stopRequested: stopRequested)
         }
         return nil
     }
@@ -171,7 +195,7 @@ struct DeltaRound {
         let recorded = record {
             try $0.recordValidated(job.key, urlHash: job.urlHash, validators: placed.validators, length: placed.length,
                                    sha256: job.resource.sha256, placed: true, encoding: job.resource.encoding, at: self.clock(),
-                                   clearPartial: job.partial != nil, file: placed.identity,
+                                   clearPartial: job.partial != nil, answeredBy: job.answeringURL, file: placed.identity,
                                    keepingReplaced: job.feed.feed.consistency == .release)
             try $0.recordCopySHA1(job.key, placed.sha1)
             try $0.recordAttempt(job.key, startedAt: startedAt, finishedAt: self.clock(), bytes: wire, httpStatus: 206,
@@ -191,26 +215,38 @@ struct DeltaRound {
         }
     }
 
-    /// The resource's trouble (SPEC §9): judged as any failure — retried in this run after a
-    /// short backoff (the job is returned), else recorded with its next retry.
-    private mutating func failed(_ job: TransferJob, message: String, status: Int?, wire: UInt64, startedAt: Instant,
+    /// The resource's trouble (SPEC §9), judged as any transfer's failure (§5–§8). A resource
+    /// with mirrors moves on to its pass's next URL (the job is returned, the SHA-1 of the
+    /// control file used kept for it); one without, whose failure holds its origin, waits with
+    /// the hold; else it is retried in this run after a short backoff (the job is returned),
+    /// or recorded with its next retry.
+    private mutating func failed(_ job: TransferJob, _ failure: TransferFailure, deltaSHA1: String?, wire: UInt64, startedAt: Instant,
                                  stopRequested: () -> Bool) -> TransferJob? {
-        // A 200's whole body that failed its checks is a mismatch, as any whole fetch's; the rest is transient.
-        let failure = TransferFailure(kind: status == 200 ? .mismatch : .transient, message: message, retryAfter: nil, discardPartial: false,
-                                      httpStatus: status)
+        var job = job, failure = failure
         let now = clock()
-        if let status, [429, 502, 503, 504].contains(status) {
+        var heldUntil: Instant?
+        if job.mirrorPass != nil {
+            switch nextURL(job, &failure, startedAt: startedAt, now: now) {
+            case .moved(let next):
+                if let deltaSHA1 { movedSHA1[job.key] = deltaSHA1 }
+                return next
+            case .over(let ended, let until):
+                (job, heldUntil) = (ended, until)
+            }
+        } else if failure.holdsOrigin != nil {
             return heldOrigin(job, failure, wire: wire, startedAt: startedAt)
         }
         let decision = RetryDecision.after(failure, failures: job.failures + 1, policy: job.feed.retry, now: now, using: &random)
+        // Every URL held for the rest of the run: no retry in it; the resource waits for the first one's hold.
+        let nextRetry = heldUntil ?? decision.nextRetry
         record {
-            try $0.recordAttempt(job.key, startedAt: startedAt, finishedAt: now, bytes: wire, httpStatus: status, outcome: "failed (delta)",
-                                 error: message)
-            try $0.recordFailure(job.key, urlHash: job.urlHash, entry: job.entry, release: job.release, error: message,
-                                 permanent: decision.permanent, nextRetry: decision.nextRetry, at: now)
+            try $0.recordAttempt(job.key, startedAt: startedAt, finishedAt: now, bytes: wire, httpStatus: failure.httpStatus,
+                                 outcome: "failed (delta)", error: failure.message)
+            try $0.recordFailure(job.key, urlHash: job.urlHash, entry: job.entry, release: job.release, error: failure.message,
+                                 permanent: heldUntil == nil && decision.permanent, nextRetry: nextRetry, at: now)
         }
-        if decision.inRun {
-            report(.retrying(job.key, message: message, after: decision.wait))
+        if decision.inRun, heldUntil == nil {
+            report(.retrying(job.key, message: failure.message, after: decision.wait))
             let until = Date().addingTimeInterval(Double(decision.wait))
             while Date() < until {
                 if stopRequested() {
@@ -224,19 +260,66 @@ struct DeltaRound {
             return again
         }
         summary.count(.failed, feed: job.feed.name)
-        summary.failures.append((job.key, message))
+        summary.failures.append((job.key, failure.message))
         summary.changedFeeds.insert(job.feed.name)
-        report(.failed(job.key, message: message, retryAt: decision.nextRetry))
+        report(.failed(job.key, message: failure.message, retryAt: nextRetry))
         return nil
     }
 
-    /// A 429, 502, 503 or 504 from the resource URL's own origin holds the origin (SPEC §6): the
-    /// hold is recorded; a hold that ends within the run makes this resource its probe (the
-    /// job is returned, to go when `admitted` lets it); else the resource waits with its origin.
+    private enum NextURL {
+        /// The job at its pass's next URL, asked at once.
+        case moved(TransferJob)
+        /// Every URL failed (or is held): the job with a fresh pass, and the first URL's hold's
+        /// end when every URL is held for the rest of the run.
+        case over(TransferJob, heldUntil: Instant?)
+    }
+
+    /// SPEC §8: a failure at one of a resource's URLs moves its pass on to the next, with no
+    /// attempt counted (`FailureReporter.nextURL` for a transfer); its origin is held as §6
+    /// says, without counting the resource with the hold. When the pass is over, `failure`
+    /// becomes its outcome (`MirrorOrder.outcome`).
+    private mutating func nextURL(_ job: TransferJob, _ failure: inout TransferFailure, startedAt: Instant, now: Instant) -> NextURL {
+        var pass = job.mirrorPass ?? MirrorOrder(count: 1)
+        let resource = job.resource
+        if let cause = failure.holdsOrigin {
+            let (hold, _, _) = holds.hold(job.url.origin, cause: cause, retryAfter: failure.retryAfter, policy: job.feed.retry,
+                                          startedAt: startedAt, now: now, failed: job.key, counted: false, using: &random)
+            record { try $0.holdOrigin(hold) }
+        }
+        pass.failed(.init(index: job.urlIndex, transient: failure.kind == .transient || failure.holdsOrigin != nil,
+                          message: failure.message, retryAfter: failure.retryAfter))
+        var moved = job
+        moved.mirrorPass = pass
+        if case .request(let next) = pass.next({ admission(of: resource.url(at: $0).origin, now: now) }) {
+            let again = moved.at(next)
+            report(.nextURL(job.key, message: failure.message, url: again.url.redacted))
+            return .moved(again)
+        }
+        let outcome = pass.outcome(heldCause: { index in holds.cause(of: resource.url(at: index).origin, now: now).map { "origin held: " + $0 } },
+                                   shown: { resource.url(at: $0).redacted })
+        failure = TransferFailure(kind: outcome.transient ? .transient : .permanent, message: outcome.message, retryAfter: outcome.retryAfter,
+                                  discardPartial: false, httpStatus: failure.httpStatus)
+        let fresh = MirrorOrder(count: resource.urlCount, servedBy: job.servedIndex)
+        var ended = moved.at(fresh.order[0])
+        ended.mirrorPass = fresh
+        // Every URL held for the rest of the run: counted with the first one's hold.
+        guard (0..<resource.urlCount).allSatisfy({ admission(of: resource.url(at: $0).origin, now: now) == .held }) else {
+            return .over(ended, heldUntil: nil)
+        }
+        let first = resource.url(at: pass.order[0]).origin
+        holds.countHeld(first, job.key)
+        return .over(ended, heldUntil: holds.until(of: first))
+    }
+
+    /// A 429, 502, 503 or 504 from the resource URL's own origin, a connection that could not
+    /// be made or broke before a head, or a head that did not come in time, holds the origin
+    /// (SPEC §6): the hold is recorded, until its `Retry-After` or the origin's backoff; a hold
+    /// that ends within the run makes this resource its probe (the job is returned, to go when
+    /// `admitted` lets it); else the resource waits with its origin.
     private mutating func heldOrigin(_ job: TransferJob, _ failure: TransferFailure, wire: UInt64, startedAt: Instant) -> TransferJob? {
         let origin = job.url.origin, now = clock()
-        let (hold, wait, forTheRun) = holds.hold(origin, cause: "HTTP \(failure.httpStatus ?? 0)", retryAfter: nil, policy: job.feed.retry,
-                                                 startedAt: startedAt, now: now, failed: job.key, using: &random)
+        let (hold, wait, forTheRun) = holds.hold(origin, cause: failure.holdsOrigin ?? "HTTP \(failure.httpStatus ?? 0)", retryAfter: failure.retryAfter,
+                                                 policy: job.feed.retry, startedAt: startedAt, now: now, failed: job.key, using: &random)
         record {
             try $0.holdOrigin(hold)
             try $0.recordAttempt(job.key, startedAt: startedAt, finishedAt: now, bytes: wire, httpStatus: failure.httpStatus,

@@ -13,14 +13,13 @@ extension DeltaTransfer {
         return "\(what): \(error)"
     }
 
-    /// The delta partial an earlier run kept for `url`'s control file, with that control file,
-    /// when both are still there and read; else nil (and any leftovers are removed).
-    mutating func keptPartial(_ url: ResourceURL) -> (record: DeltaPartialRecord, control: ZsyncControl, bytes: [UInt8])? {
+    /// The delta partial an earlier run (or an earlier URL of this pass) kept, with its control
+    /// file, when both are still there and read; else nil (and any leftovers are removed).
+    mutating func keptPartial() -> (record: DeltaPartialRecord, control: ZsyncControl, bytes: [UInt8])? {
         guard let record = try? state.deltaPartial(job.key) else { return nil }
-        if record.controlURL == url.text, cache.partialFile(deltaName) != nil,
+        if cache.partialFile(deltaName) != nil,
            let bytes = cache.readPartialFile(controlName, limit: ZsyncControl.headerLimit + Int(clamping: 20 * ((config.maxSize.bytes + 255) / 256))),
            let read = try? ZsyncControl(parsing: bytes, maxSize: config.maxSize.bytes, size: job.resource.size), read.sha1 == record.sha1 {
-            validator = record.ifRange
             return (record, read, bytes)
         }
         cache.removePartial(deltaName)
@@ -145,6 +144,8 @@ extension DeltaTransfer {
             }
         }
         wireBytes += fetcher.bodyBytes
+        trouble = fetcher.trouble
+        if case .answered(let head) = outcome { retryAfter = head.retryAfter }
         if let failedWrite {
             writeError = failure(failedWrite.what, failedWrite.error)
             return .failed(writeError ?? "")

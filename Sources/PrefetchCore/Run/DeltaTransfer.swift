@@ -19,8 +19,8 @@ struct DeltaTransfer {
         case placed(Placed)
         /// The delta's trouble: fetch the resource whole in this pass.
         case wholeFetch(DeltaRefusal)
-        /// The resource's trouble, judged as any failure (no whole fetch in this pass).
-        case failed(String, status: Int?)
+        /// The resource's trouble, judged as any transfer's failure (no whole fetch in this pass).
+        case failed(TransferFailure)
         /// A stop, a pause or the window's end, in words.
         case interrupted(String)
     }
@@ -46,6 +46,9 @@ struct DeltaTransfer {
     var budget: UInt64?
     /// Faults a test asks for (`delta-write`).
     var faults = FaultPoints.none
+    /// The SHA-1 of the control file the delta used at the URL that failed before this one
+    /// (SPEC §8, §9 step 3): it goes on here only with a control file of the same.
+    var movedWith: String?
     /// The feed's `max_rate` over the delta's ranges (nil: none).
     lazy var pace: RangeFetcher.Pace? = job.feed.limits.maxRate.map { RangeFetcher.Pace(bytesPerSecond: $0.bytes) }
     /// A write failed for want of room (ENOSPC, EDQUOT): the run pauses, as for a transfer (SPEC §7).
@@ -60,8 +63,11 @@ struct DeltaTransfer {
     var controlURL: ResourceURL?
     var controlBytes: [UInt8] = []
     var controlValidators: Validators?
-    /// A delta partial kept by an earlier run, with its control file.
+    /// A delta partial kept by an earlier run (or a URL before this one), with its control file:
+    /// always scanned again as a seed; resumed (its control file asked on its validators) only
+    /// when it was made from this control file's URL.
     var kept: (record: DeltaPartialRecord, control: ZsyncControl, bytes: [UInt8])?
+    var resumes = false
     var partial: FileDescriptor?
     /// The strong validator of the delta's 206s (sent as If-Range), and their validators.
     var validator: String?
@@ -72,6 +78,9 @@ struct DeltaTransfer {
     private(set) var refusal: DeltaRefusal?
     var interrupted: String?
     var writeError: String?
+    /// The last exchange's failure beyond its words, and its `Retry-After` (the resource's trouble).
+    var trouble = SingleExchange.Trouble()
+    var retryAfter: String?
     var buffer = [UInt8](repeating: 0, count: 256 * 1024)
     var deltaName: String { CacheLayout.deltaName(feed: job.key.feed, path: job.key.path) }
     var controlName: String { CacheLayout.controlName(feed: job.key.feed, path: job.key.path) }
@@ -91,35 +100,39 @@ struct DeltaTransfer {
         guard let url = job.resource.zsync.controlURL(for: job.url) else { return end(.wholeFetch(.controlUnusable("no control file URL"))) }
         controlURL = url
         let seed = cache.openFinal(feed: job.key.feed, path: job.key.path)
-        kept = keptPartial(url)
+        kept = keptPartial()
+        resumes = kept?.record.controlURL == url.text
+        // Its 206s' validator is sent as If-Range again only at the URL they came from: a
+        // control file of the resource's own URL (`auto`), or a resource of one URL (SPEC §8:
+        // a partial moves to another URL without If-Range).
+        if resumes, movedWith == nil, job.resource.mirrors == nil || job.resource.zsync == .auto { validator = kept?.record.ifRange }
         // The control file stands in for the copy's revalidation, conditionally on its own
         // validators while their SHA-1 is the copy's (SPEC §9); a changed entry asks without;
-        // a kept partial's control file is asked for on its own validators.
-        let revalidates = job.cachedValidators != nil && seed != nil
+        // a kept partial's control file is asked for on its own validators. A delta moved here
+        // from another URL has revalidated already: a new version is known.
+        let revalidates = job.cachedValidators != nil && seed != nil && movedWith == nil
         // The budget in two steps (SPEC §9): first the control file (its last length, else its bound)…
         let known = try? state.controlFile(url.text)
         if let budget, budget < known.map({ $0.length }) ?? ZsyncControl.bound(size: job.resource.size) {
             return end(.interrupted(MeteredAllowance.pausedReason))
         }
-        // The copy's SHA-1: read from the file once when a revalidation needs it; for a changed
-        // entry only as recorded (a control file of the copy's version then fails the entry's
-        // `sha256` at the end, a mismatch, where it is not known as stale at once).
-        var copySHA1: String?
-        if let seed { copySHA1 = sha1(of: seed, compute: revalidates) }
-        if let kept {
+        // The copy's SHA-1: as recorded at placement, else read once from the file (a copy
+        // placed before the entry had `zsync`) and recorded (SPEC §9).
+        let copySHA1 = seed.flatMap { sha1(of: $0) }
+        if resumes, let kept {
             controlValidators = kept.record.validators
         } else if revalidates, let known, known.sha1 == copySHA1 {
             controlValidators = known.validators
         }
         var machine = DeltaMachine(.init(revalidates: revalidates, conditional: controlValidators != nil, copySHA1: copySHA1,
-                                         resumes: kept != nil))
+                                         resumes: resumes, movedWith: movedWith))
         var action = machine.first
         while true {
             switch action {
             case .askControl(let conditional):
                 action = machine.handle(.control(askControl(conditional: conditional)))
             case .scan:
-                guard let matched = scan(seed) else { return end(interrupted.map { .interrupted($0) } ?? .failed(writeError ?? "", status: nil)) }
+                guard let matched = scan(seed) else { return end(interrupted.map { .interrupted($0) } ?? .failed(.local(writeError ?? ""))) }
                 action = machine.handle(.scanned(missing: matched.missing, length: matched.length))
                 // … then the ranges, only when what is left covers the bytes still missing.
                 if case .askRanges = action, let budget, budget < wireBytes + matched.missing {
@@ -128,14 +141,14 @@ struct DeltaTransfer {
             case .askRanges:
                 let answer = askRanges()
                 if let interrupted { return end(.interrupted(interrupted)) }
-                if let writeError { return end(.failed(writeError, status: nil)) }
+                if let writeError { return end(.failed(.local(writeError))) }
                 action = machine.handle(.ranges(answer))
             case .check, .checkWhole:
                 if case .checkWhole = action { refusal = .rangesIgnored }
                 switch check(whole: machine.whole) {
                 case .success(let placed): return end(.placed(placed))
                 case .failure(.mismatch(let detail)): action = machine.handle(.checked(mismatch: detail))
-                case .failure(.cannotWrite(let detail)): return end(.failed(detail, status: nil))
+                case .failure(.cannotWrite(let detail)): return end(.failed(.local(detail)))
                 }
             case .place:
                 preconditionFailure("placed by check")
@@ -144,7 +157,7 @@ struct DeltaTransfer {
             case .wholeFetch(let refused):
                 return end(.wholeFetch(refused))
             case .fail(let message, let status):
-                return end(.failed(message, status: status))
+                return end(.failed(resourceFailure(message, status: status)))
             }
         }
     }
@@ -153,7 +166,7 @@ struct DeltaTransfer {
     /// (fsynced, recorded) for the next run; any other end removes them and their record.
     private mutating func end(_ outcome: Outcome) -> Outcome {
         switch outcome {
-        case .failed(_, let status) where status == 200:
+        case .failed(let failure) where failure.httpStatus == 200:
             break  // a 200's whole body that failed its checks: thrown away, as a whole fetch's
         case .interrupted, .failed:
             if partial == nil, kept != nil { return outcome }  // stopped before it was opened: kept as it was
@@ -168,12 +181,31 @@ struct DeltaTransfer {
     }
 
     /// The copy's SHA-1: as recorded while the copy is the file recorded, else read once from it and recorded.
-    private mutating func sha1(of seed: FileDescriptor, compute: Bool) -> String? {
+    private mutating func sha1(of seed: FileDescriptor) -> String? {
         guard case .success(let info) = seed.status() else { return nil }
         if let recorded = try? state.copySHA1(job.key, file: FileIdentity(info)) { return recorded }
-        guard compute, let computed = try? CacheFolder.sha1(seed, buffer: &buffer).get() else { return nil }
+        guard let computed = try? CacheFolder.sha1(seed, buffer: &buffer).get() else { return nil }
         try? state.recordCopySHA1(job.key, computed)
         return computed
+    }
+
+    /// The resource's trouble as any transfer's failure (SPEC §9 "Whose trouble", judged as
+    /// §5–§8 say): a 200's whole body that failed its checks is a mismatch; a 429, 502, 503 or
+    /// 504 holds the origin for what its `Retry-After` says; a connection libcurl could not
+    /// make or that broke before a head, or a head that did not come in time, holds it too;
+    /// TLS is permanent; the rest is transient.
+    private func resourceFailure(_ message: String, status: Int?) -> TransferFailure {
+        switch status {
+        case 200?:
+            return TransferFailure(kind: .mismatch, message: message, retryAfter: nil, discardPartial: false, httpStatus: 200)
+        case let status?:
+            let holds = [429, 502, 503, 504].contains(status)
+            return TransferFailure(kind: .transient, message: message, retryAfter: holds ? ResponseRules.retryAfter(retryAfter, now: Date()) : nil,
+                                   discardPartial: false, httpStatus: status, holdsOrigin: holds ? "HTTP \(status)" : nil)
+        case nil:
+            return TransferFailure(kind: trouble.tls ? .permanent : .transient, message: message, retryAfter: nil, discardPartial: false,
+                                   httpStatus: nil, holdsOrigin: trouble.holdsOrigin)
+        }
     }
 
     // MARK: The control file
@@ -197,9 +229,10 @@ struct DeltaTransfer {
         request.refineLimit = ZsyncControl.declaredLength
         let response = fetcher.fetch(request, stopRequested: { keepGoing() != nil })
         wireBytes += fetcher.bodyBytes
+        (trouble, retryAfter) = (fetcher.trouble, fetcher.retryAfter)
         switch response {
         case .notModified:
-            if let kept { (control, controlBytes) = (kept.control, kept.bytes) }
+            if resumes, let kept { (control, controlBytes) = (kept.control, kept.bytes) }
             return .notModified
         case .failed(let message):
             if let reason = keepGoing() {

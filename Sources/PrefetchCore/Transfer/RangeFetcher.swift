@@ -56,6 +56,8 @@ final class RangeFetcher {
     private var headComplete = false
     /// Body bytes over the wire, every exchange of the fetch counted.
     private(set) var bodyBytes: UInt64 = 0
+    /// What the last exchange's failure says beyond its words (TLS, a hold of its origin).
+    private(set) var trouble = SingleExchange.Trouble()
     private var onBody: (UnsafeRawBufferPointer, ResponseRules.Head) -> Bool = { _, _ in true }
     private var refused = false
     private var pace: Pace?
@@ -107,6 +109,7 @@ final class RangeFetcher {
     private func perform(url: String, headers: [String], request: Request, keepGoing: () -> String?) -> (failure: Outcome?, redirect: String?) {
         head = ResponseRules.Head(status: 0)
         headComplete = false
+        trouble = SingleExchange.Trouble()
         refused = false
         let easy: CurlEasy
         do {
@@ -125,10 +128,16 @@ final class RangeFetcher {
         switch end {
         case .completed(let result): code = result
         case .failed(let message): return (.failed(message), nil)
+        case .headTimedOut(let message):
+            trouble = SingleExchange.Trouble(holdsOrigin: "response timeout")
+            return (.failed(message), nil)
         case .stopped(let reason): return (.interrupted(reason), nil)
         }
         if refused { return (.refused, nil) }
-        if let failure = SingleExchange.failure(code, easy: easy) { return (.failed(failure), nil) }
+        if let failure = SingleExchange.failure(code, easy: easy) {
+            trouble = SingleExchange.Trouble(code, easy: easy, headComplete: headComplete)
+            return (.failed(failure), nil)
+        }
         return (nil, easy.redirectURL)
     }
 

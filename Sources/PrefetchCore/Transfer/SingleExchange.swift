@@ -9,8 +9,10 @@ enum SingleExchange {
     enum End: Equatable {
         /// libcurl finished the exchange with this result code.
         case completed(Int32)
-        /// libcurl itself failed, or a timeout ended it: in words.
+        /// libcurl itself failed, or the body stalled: in words.
         case failed(String)
+        /// No complete head came within `response_timeout`: in words (it holds the origin, SPEC §6).
+        case headTimedOut(String)
         /// `check` ended it: its reason.
         case stopped(String)
     }
@@ -41,7 +43,7 @@ enum SingleExchange {
             let (headComplete, bytes) = progress()
             switch timer.check(now: Date().timeIntervalSince(started), sent: easy.requestSent, headComplete: headComplete, bytes: bytes, held: false) {
             case .goOn: break
-            case .headTimedOut: return .failed("no complete response head within \(responseTimeout) (response_timeout)")
+            case .headTimedOut: return .headTimedOut("no complete response head within \(responseTimeout) (response_timeout)")
             case .stalled: return .failed("stalled: under 1 KiB/s for \(stallTimeout) (stall_timeout)")
             }
         }
@@ -55,6 +57,25 @@ enum SingleExchange {
         if let problem = CurlGlobal.malformedResponse(code) { return "an invalid response: \(problem)" }
         if CurlGlobal.tlsErrors.contains(code) { return "TLS: \(easy.describe(code))" }
         return easy.describe(code)
+    }
+
+    /// What a failed exchange says beyond its words, as SPEC §6 and §7 judge a transfer's:
+    /// a TLS failure is permanent; a connection libcurl could not make, one that broke before
+    /// a whole head, or a head that did not come in time holds the origin.
+    struct Trouble: Equatable {
+        /// The cause that holds the origin ("connection refused", "response timeout"), or nil.
+        var holdsOrigin: String?
+        var tls = false
+
+        /// The trouble of an exchange libcurl ended with `code` (0: none).
+        init(_ code: Int32, easy: CurlEasy, headComplete: Bool) {
+            tls = CurlGlobal.tlsErrors.contains(code)
+            holdsOrigin = headComplete || tls ? nil : CurlGlobal.connectionFailure(code, osErrno: easy.osErrno)
+        }
+
+        init(holdsOrigin: String? = nil) {
+            self.holdsOrigin = holdsOrigin
+        }
     }
 
     /// The options every such request shares.

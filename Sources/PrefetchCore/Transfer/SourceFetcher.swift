@@ -44,6 +44,10 @@ final class SourceFetcher {
     private var head = ResponseRules.Head(status: 0)
     /// The last exchange's status (0: no response), and its body bytes over the wire.
     var status: Int { head.status }
+    /// The last exchange's `Retry-After`, as sent.
+    var retryAfter: String? { head.retryAfter }
+    /// What the last exchange's failure says beyond its words (TLS, a hold of its origin).
+    private(set) var trouble = SingleExchange.Trouble()
     private(set) var bodyBytes: UInt64 = 0
     private var headComplete = false
     private var body: [UInt8] = []
@@ -104,6 +108,7 @@ final class SourceFetcher {
                          stopRequested: () -> Bool) -> (failure: String?, redirect: String?) {
         head = ResponseRules.Head(status: 0)
         headComplete = false
+        trouble = SingleExchange.Trouble()
         body = []
         self.limit = limit
         overLimit = false
@@ -124,6 +129,9 @@ final class SourceFetcher {
         switch end {
         case .completed(let result): code = result
         case .failed(let message), .stopped(let message): return (message, nil)
+        case .headTimedOut(let message):
+            trouble = SingleExchange.Trouble(holdsOrigin: "response timeout")
+            return (message, nil)
         }
         if overLimit {
             // SPEC §7's words: the size when the head announced it, else "more than".
@@ -131,7 +139,10 @@ final class SourceFetcher {
             return (InputLimits.tooLarge(request.what, size: announced ?? limit + 1, exact: announced != nil, limit: request.limitName)
                         .replacingOccurrences(of: "; it is not read", with: ""), nil)
         }
-        if let failure = SingleExchange.failure(code, easy: easy) { return (failure, nil) }
+        if let failure = SingleExchange.failure(code, easy: easy) {
+            trouble = SingleExchange.Trouble(code, easy: easy, headComplete: headComplete)
+            return (failure, nil)
+        }
         return (nil, easy.redirectURL)
     }
 

@@ -52,6 +52,11 @@ extension TransferFailure {
                         httpStatus: nil, holdsOrigin: tls ? nil : connectionFailure)
     }
 
+    /// A local failure (a file that cannot be written or read): transient, the partial kept.
+    static func local(_ words: String) -> TransferFailure {
+        TransferFailure(kind: .transient, message: words, retryAfter: nil, discardPartial: false, httpStatus: nil)
+    }
+
     /// A redirect that is not followed (FAULTS 18).
     static func redirectRefused(_ why: String, status: Int) -> TransferFailure {
         TransferFailure(kind: .permanent, message: why, retryAfter: nil, discardPartial: false, httpStatus: status)
