@@ -201,6 +201,24 @@ import Testing
         #expect(mismatched.handle(.checked(mismatch: "sha256 mismatch")) == .fail("sha256 mismatch", status: 200) && mismatched.phase == .ended)
     }
 
+    /// A copy with no SHA-1 recorded is read beside the scan (SPEC §9: once from the file):
+    /// when it is the control file's version, a changed entry's control file is stale and a
+    /// revalidated copy is fresh, whatever the scan found; else the scan decides.
+    @Test func aCopyReadBesideTheScan() {
+        for revalidates in [false, true] {
+            for missing: UInt64 in [0, 1, 100, 900, 901, 1_000] {
+                for matches in [false, true] {
+                    var machine = DeltaMachine(.init(revalidates: revalidates, conditional: false, copySHA1: nil))
+                    #expect(machine.handle(.control(.file(sha1: Self.controlSHA1))) == .scan)
+                    let action = machine.handle(.scanned(missing: missing, length: 1_000, copyMatches: matches))
+                    let expected: Action = matches ? (revalidates ? .fresh : .wholeFetch(.controlStale("its SHA-1 is the cached copy's")))
+                        : missing == 0 ? .check : missing > 900 ? .wholeFetch(.littleInCommon(missing: missing, length: 1_000)) : .askRanges
+                    #expect(action == expected, "revalidates \(revalidates), missing \(missing), matches \(matches)")
+                }
+            }
+        }
+    }
+
     // MARK: The refusals
 
     @Test func refusalsHaveFifteenFixedReasons() {

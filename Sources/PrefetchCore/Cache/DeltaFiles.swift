@@ -35,17 +35,20 @@ extension CacheFolder {
         case .failure(let error): return .failure(error)
         }
         if case .failure(let error) = file.seek(to: 0) { return .failure(error) }
-        let sha1 = SHA1(), sha256 = SHA256()
+        // The SHA-1 on a thread of its own (`pread`), the SHA-256 and the length here: two cores,
+        // the file (just written: in the page cache) read by each.
+        let sha1 = BackgroundSHA1(file)
+        let sha256 = SHA256()
         var length: UInt64 = 0
-        // The two digests of each read side by side, on two cores: the file is read once.
-        let hashers = UncheckedSendable((sha1, sha256))
-        return readAll(file, buffer: &buffer) { bytes in
-            let shared = UncheckedSendable(bytes)
-            DispatchQueue.concurrentPerform(iterations: 2) { which in
-                if which == 0 { hashers.value.0.update(shared.value) } else { hashers.value.1.update(shared.value) }
-            }
+        if case .failure(let error) = readAll(file, buffer: &buffer, { bytes in
+            sha256.update(bytes)
             length += UInt64(bytes.count)
-        }.map { (sha1.finishHex(), SHA256.hex(sha256.finish()), length, FileIdentity(info)) }
+        }) {
+            sha1.cancel()
+            return .failure(error)
+        }
+        guard let hex = sha1.result() else { return .failure(Errno(EIO)) }
+        return .success((hex, SHA256.hex(sha256.finish()), length, FileIdentity(info)))
     }
 
     private static func readAll(_ file: FileDescriptor, buffer: inout [UInt8], _ body: (UnsafeRawBufferPointer) -> Void) -> Result<Void, Errno> {

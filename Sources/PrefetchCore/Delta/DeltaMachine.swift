@@ -60,7 +60,9 @@ struct DeltaMachine: Equatable {
 
     enum Event: Equatable {
         case control(ControlAnswer)
-        case scanned(missing: UInt64, length: UInt64)
+        /// The seeds were scanned: `missing` bytes of `length` are still missing. `copyMatches`:
+        /// the copy's SHA-1, unknown before and read beside the scan, is the control file's.
+        case scanned(missing: UInt64, length: UInt64, copyMatches: Bool = false)
         case ranges(RangesAnswer)
         /// The assembled file checked: nil when its SHA-1 (and `sha256`, `size`) match, else why not.
         case checked(mismatch: String?)
@@ -113,7 +115,9 @@ struct DeltaMachine: Equatable {
     private func next(_ event: Event) -> Action {
         switch (phase, event) {
         case (.control, .control(let answer)): return afterControl(answer)
-        case (.scanning, .scanned(let missing, let length)):
+        case (.scanning, .scanned(let missing, let length, let copyMatches)):
+            // The copy is the control file's version (as a control file of the copy's SHA-1, above).
+            if copyMatches { return start.revalidates ? .fresh : .wholeFetch(.controlStale("its SHA-1 is the cached copy's")) }
             if missing == 0 { return .check }
             // The 90 % rule: more than 90 % still missing is one plain GET of the whole file.
             if missing * 10 > length * 9 { return .wholeFetch(.littleInCommon(missing: missing, length: length)) }

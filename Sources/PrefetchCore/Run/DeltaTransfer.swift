@@ -68,6 +68,8 @@ struct DeltaTransfer {
     /// when it was made from this control file's URL.
     var kept: (record: DeltaPartialRecord, control: ZsyncControl, bytes: [UInt8])?
     var resumes = false
+    /// The copy's SHA-1 being read beside the scan (none was recorded).
+    var copyDigest: BackgroundSHA1?
     var partial: FileDescriptor?
     /// The strong validator of the delta's 206s (sent as If-Range), and their validators.
     var validator: String?
@@ -117,8 +119,9 @@ struct DeltaTransfer {
             return end(.interrupted(MeteredAllowance.pausedReason))
         }
         // The copy's SHA-1: as recorded at placement, else read once from the file (a copy
-        // placed before the entry had `zsync`) and recorded (SPEC §9).
-        let copySHA1 = seed.flatMap { sha1(of: $0) }
+        // placed before the entry had `zsync`) and recorded (SPEC §9) — before the control
+        // file for a revalidation, which it decides; for a changed entry, beside the scan.
+        let copySHA1 = seed.flatMap { sha1(of: $0, now: revalidates) }
         if resumes, let kept {
             controlValidators = kept.record.validators
         } else if revalidates, let known, known.sha1 == copySHA1 {
@@ -133,7 +136,7 @@ struct DeltaTransfer {
                 action = machine.handle(.control(askControl(conditional: conditional)))
             case .scan:
                 guard let matched = scan(seed) else { return end(interrupted.map { .interrupted($0) } ?? .failed(.local(writeError ?? ""))) }
-                action = machine.handle(.scanned(missing: matched.missing, length: matched.length))
+                action = machine.handle(.scanned(missing: matched.missing, length: matched.length, copyMatches: copyMatchesControl()))
                 // … then the ranges, only when what is left covers the bytes still missing.
                 if case .askRanges = action, let budget, budget < wireBytes + matched.missing {
                     return end(.interrupted(MeteredAllowance.pausedReason))
@@ -165,6 +168,7 @@ struct DeltaTransfer {
     /// Ends with `outcome`: a delta that stopped or failed keeps its partial and control file
     /// (fsynced, recorded) for the next run; any other end removes them and their record.
     private mutating func end(_ outcome: Outcome) -> Outcome {
+        copyDigest?.cancel()
         switch outcome {
         case .failed(let failure) where failure.httpStatus == 200:
             break  // a 200's whole body that failed its checks: thrown away, as a whole fetch's
@@ -180,13 +184,27 @@ struct DeltaTransfer {
         return outcome
     }
 
-    /// The copy's SHA-1: as recorded while the copy is the file recorded, else read once from it and recorded.
-    private mutating func sha1(of seed: FileDescriptor) -> String? {
+    /// The copy's SHA-1 as recorded, while the copy is the file recorded; else read once from
+    /// it and recorded — `now`, or on a thread of its own beside the scan (`copyDigest`).
+    private mutating func sha1(of seed: FileDescriptor, now: Bool) -> String? {
         guard case .success(let info) = seed.status() else { return nil }
         if let recorded = try? state.copySHA1(job.key, file: FileIdentity(info)) { return recorded }
+        guard now else {
+            copyDigest = BackgroundSHA1(seed)
+            return nil
+        }
         guard let computed = try? CacheFolder.sha1(seed, buffer: &buffer).get() else { return nil }
         try? state.recordCopySHA1(job.key, computed)
         return computed
+    }
+
+    /// Whether the copy's SHA-1 read beside the scan is the control file's (it is recorded).
+    private mutating func copyMatchesControl() -> Bool {
+        guard let digest = copyDigest else { return false }
+        copyDigest = nil
+        guard let computed = digest.result() else { return false }
+        try? state.recordCopySHA1(job.key, computed)
+        return computed == control?.sha1
     }
 
     /// The resource's trouble as any transfer's failure (SPEC §9 "Whose trouble", judged as

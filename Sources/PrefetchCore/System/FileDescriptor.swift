@@ -49,6 +49,11 @@ public final class FileDescriptor {
         FileSystem.retryingEINTR { Glibc.read(raw, buffer.baseAddress, buffer.count) }
     }
 
+    /// Reads up to `buffer.count` bytes from `offset` (`pread`: the file's position is not moved).
+    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) -> Result<Int, Errno> {
+        FileSystem.retryingEINTR { pread(raw, buffer.baseAddress, buffer.count, off_t(offset)) }
+    }
+
     public func sync() -> Result<Void, Errno> {
         FileSystem.retryingEINTR { fsync(raw) }.map { _ in () }
     }
