@@ -105,4 +105,61 @@ import PrefetchCore
         #expect(DeltaTests.event(run, "placed")?["delta"] as? Bool == true, "\(run.stdout)")
         #expect(run.failure("img.bin") == nil, "\(run.stdout)")
     }
+
+    /// Three URLs: the primary's ranges fail after its control file was read (SHA-1 X), the
+    /// first mirror's control file fails, and the second mirror's is of another version: the
+    /// delta still needs X there (`mirror differs`), so that file is fetched whole.
+    @Test func theSameSHA1IsNeededAfterTwoFailuresInARow() throws {
+        let (old, new) = DeltaTests.pair(70)
+        let (s, mirror) = try Self.mirrored(old, new)
+        let second = try TestOrigin()
+        second.serve("/img.bin", OriginResource(new, etag: "\"s2\""))
+        second.serve("/img.bin.zsync", OriginResource(try Zsyncmake.control(old, name: "img.bin"), etag: "\"sz1\""))
+        try s.feed(DeltaTests.entry(new, more: "    mirrors: [\(mirror.url("/img.bin")), \(second.url("/img.bin"))]\n")
+                   + "retry:\n  attempts: 3\n  backoff: 2h\n")
+        s.origin.inject("/img.bin", [.status(503)])
+        mirror.inject("/img.bin.zsync", [.status(503)])
+        let run = try s.runJSON()
+        #expect(run.status == 0 && s.cached("t/img.bin") == new, "\(run.diagnostics)")
+        #expect(DeltaTests.event(run, "delta")?["reason"] as? String == "mirror differs", "\(run.stdout)")
+        #expect(second.requests(to: "/img.bin").map { $0.header("range") } == [nil], "one whole GET at the second mirror")
+    }
+
+    /// A `200` to the primary's ranges whose body fails the entry's `sha256` refuses the delta
+    /// for the release: the next URL is a whole fetch, with no control file asked there.
+    @Test func aRefusedDeltaMovesOnAsAWholeFetch() throws {
+        let (old, new) = DeltaTests.pair(71)
+        let (s, mirror) = try Self.mirrored(old, new)
+        let other = FaultTests.bytes(new.count, seed: 72)
+        s.origin.serve("/img.bin", OriginResource(other, etag: "\"v2\""))  // not the bytes the sha256 names; the control file is new's
+        s.origin.inject("/img.bin", [.ignoreRange])
+        let run = try s.runJSON()
+        #expect(run.status == 0 && s.cached("t/img.bin") == new, "\(run.diagnostics)")
+        #expect(run.events.filter { $0["type"] as? String == "delta" }.count == 1, "one delta line: \(run.stdout)")
+        #expect(mirror.requests(to: "/img.bin.zsync").isEmpty, "no delta again at the mirror")
+        #expect(mirror.requests(to: "/img.bin").map { $0.header("range") } == [nil], "one whole GET at the mirror")
+    }
+
+    /// A current copy due for revalidation whose primary is held goes to the mirror, which
+    /// never answered for it (no validators there): a control file with the copy's SHA-1 makes
+    /// it fresh — no whole fetch, no `delta not used`.
+    @Test func aCurrentCopyIsRevalidatedAtAMirrorWithoutValidators() throws {
+        let (old, _) = DeltaTests.pair(73)
+        let s = try FaultHarness()
+        let mirror = try TestOrigin()
+        s.origin.serve("/img.bin", OriginResource(old, etag: "\"v1\""))
+        mirror.serve("/img.bin", OriginResource(old, etag: "\"m1\""))
+        mirror.serve("/img.bin.zsync", OriginResource(try Zsyncmake.control(old, name: "img.bin"), etag: "\"mz1\""))
+        s.origin.serve("/other.bin", OriginResource(FaultTests.bytes(1000, seed: 74)))
+        try s.feed("refresh: 0s\nzsync: auto\nretry:\n  attempts: 3\n  backoff: 2h\nresources:\n  - url: ORIGIN/img.bin\n"
+                   + "    mirrors: [\(mirror.url("/img.bin"))]\n  - url: ORIGIN/other.bin\n    zsync: none\n")
+        #expect(try s.run().status == 0)
+        #expect(s.cached("t/img.bin") == old && mirror.requests(to: "/img.bin").isEmpty)
+        s.origin.inject("/other.bin", [.status(503)])  // the next release: the primary's origin held by another file
+        let run = try s.runJSON(timeout: 30)
+        #expect(DeltaTests.event(run, "delta") == nil, "\(run.stdout)")
+        #expect(run.events.contains { $0["type"] as? String == "fresh" && $0["path"] as? String == "img.bin" }, "\(run.stdout)")
+        #expect(mirror.requests(to: "/img.bin").isEmpty && mirror.requests(to: "/img.bin.zsync").count == 1, "only the control file at the mirror")
+        #expect(s.cached("t/img.bin") == old)
+    }
 }

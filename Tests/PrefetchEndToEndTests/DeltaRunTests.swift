@@ -194,4 +194,22 @@ import PrefetchCore
         #expect(s.origin.requests(to: "/img.bin.zsync").count == 2, "asked again after the hold")
         #expect(s.state()?.originHolds.isEmpty == true, "the answer ended the hold")
     }
+
+    /// SIGTERM while the control file is being asked for (it answers after 10 s) is a pause,
+    /// as inside the ranges: no failure recorded, no attempt counted.
+    @Test func aSignalDuringTheControlFileIsAPause() throws {
+        let (old, new) = DeltaTests.pair(69)
+        let s = try DeltaTests.changed(old, new)
+        s.origin.inject("/img.bin.zsync", [.delay(seconds: 10)])
+        let (process, out) = try s.startRun()
+        let deadline = Date().addingTimeInterval(20)
+        while s.origin.requests(to: "/img.bin.zsync").isEmpty, Date() < deadline { usleep(10_000) }
+        Thread.sleep(forTimeInterval: 0.3)
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        let said = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(said.contains("\"type\":\"paused\"") && said.contains("\"reason\":\"stopped\""), "\(said)")
+        #expect(!said.contains("\"type\":\"failed\""), "\(said)")
+        #expect(s.resourceState("img.bin")?.failures ?? 0 == 0 && s.resourceState("img.bin")?.lastError == nil, "no attempt counted")
+    }
 }

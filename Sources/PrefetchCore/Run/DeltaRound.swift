@@ -76,6 +76,7 @@ struct DeltaRound {
             while admitted(&job, stopRequested: stopRequested), let retry = runOne(job, pauseReason: pauseReason, stopRequested: stopRequested) {
                 job = retry
             }
+            movedSHA1[job.key] = nil  // a moved job held or paused before its next URL was asked
         }
         // One line per origin still held, counting its resources (SPEC §6).
         for held in holds.held() {
@@ -182,7 +183,15 @@ struct DeltaRound {
             summary.diskFull = true
             pause(job, "disk full")
         case .failed(let failure):
-            return failed(job, failure, deltaSHA1: delta.control?.sha1, wire: wire, startedAt: startedAt, stopRequested: stopRequested)
+            // The SHA-1 the delta must find at the next URL: its control file's here, else the one it came with.
+            let retry = failed(job, failure, deltaSHA1: delta.control?.sha1 ?? delta.movedWith, wire: wire, startedAt: startedAt,
+                               stopRequested: stopRequested)
+            // A delta refused in this release (a 200's whole body that failed) is not tried again: its next try is whole.
+            if let retry, delta.refusal != nil {
+                wholeFetches.append(retry)
+                return nil
+            }
+            return retry
         }
         return nil
     }
@@ -237,13 +246,14 @@ struct DeltaRound {
             return heldOrigin(job, failure, wire: wire, startedAt: startedAt)
         }
         let decision = RetryDecision.after(failure, failures: job.failures + 1, policy: job.feed.retry, now: now, using: &random)
-        // Every URL held for the rest of the run: no retry in it; the resource waits for the first one's hold.
-        let nextRetry = heldUntil ?? decision.nextRetry
+        // Every URL held for the rest of the run: a retry within it waits for the first one's
+        // hold instead (as `FailureReporter.finish` does); exhausted attempts stay exhausted.
+        let nextRetry = decision.inRun ? heldUntil ?? decision.nextRetry : decision.nextRetry
         record {
             try $0.recordAttempt(job.key, startedAt: startedAt, finishedAt: now, bytes: wire, httpStatus: failure.httpStatus,
                                  outcome: "failed (delta)", error: failure.message)
             try $0.recordFailure(job.key, urlHash: job.urlHash, entry: job.entry, release: job.release, error: failure.message,
-                                 permanent: heldUntil == nil && decision.permanent, nextRetry: nextRetry, at: now)
+                                 permanent: decision.permanent, nextRetry: nextRetry, at: now)
         }
         if decision.inRun, heldUntil == nil {
             report(.retrying(job.key, message: failure.message, after: decision.wait))

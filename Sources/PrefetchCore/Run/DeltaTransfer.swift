@@ -112,7 +112,9 @@ struct DeltaTransfer {
         // validators while their SHA-1 is the copy's (SPEC §9); a changed entry asks without;
         // a kept partial's control file is asked for on its own validators. A delta moved here
         // from another URL has revalidated already: a new version is known.
-        let revalidates = job.cachedValidators != nil && seed != nil && movedWith == nil
+        // (A current copy due for revalidation: its job carries validators — at a mirror that
+        // never answered for it none, but then the other URLs' are known.)
+        let revalidates = seed != nil && movedWith == nil && (job.cachedValidators != nil || job.validatorsByURL != nil)
         // The budget in two steps (SPEC §9): first the control file (its last length, else its bound)…
         let known = try? state.controlFile(url.text)
         if let budget, budget < known.map({ $0.length }) ?? ZsyncControl.bound(size: job.resource.size) {
@@ -133,7 +135,9 @@ struct DeltaTransfer {
         while true {
             switch action {
             case .askControl(let conditional):
-                action = machine.handle(.control(askControl(conditional: conditional)))
+                let answer = askControl(conditional: conditional)
+                if let interrupted { return end(.interrupted(interrupted)) }  // a stop or a pause, not a failure (SPEC §8: no next URL)
+                action = machine.handle(.control(answer))
             case .scan:
                 guard let matched = scan(seed) else { return end(interrupted.map { .interrupted($0) } ?? .failed(.local(writeError ?? ""))) }
                 action = machine.handle(.scanned(missing: matched.missing, length: matched.length, copyMatches: copyMatchesControl()))
