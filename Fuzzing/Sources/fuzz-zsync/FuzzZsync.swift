@@ -22,9 +22,10 @@ func fuzzZsync(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         require(rest.starts(with: Array("zsync: ".utf8)), "accepted without 'zsync: '")
         require(control.blockSize >= 256 && control.blockSize <= 1 << 20 && control.blockSize & (control.blockSize - 1) == 0, "block size \(control.blockSize)")
         require(control.sha1.utf8.count == 40, "SHA-1 \(control.sha1)")
-        // The reference: the header's own lines, split plainly.
+        // The reference: the header's own lines (up to the first blank line: the block entries
+        // after it are binary, and may hold "\nLength: …" themselves, a found input), split plainly.
         let text = String(decoding: rest.prefix(65_536), as: UTF8.self)
-        let lines = text.components(separatedBy: "\n")
+        let lines = text.components(separatedBy: "\n\n")[0].components(separatedBy: "\n")
         func value(_ name: String) -> String? { lines.first { $0.hasPrefix(name + ": ") }.map { String($0.dropFirst(name.count + 2)) } }
         let length = UInt64(value("Length") ?? "") ?? 0, block = UInt64(value("Blocksize") ?? "") ?? 1
         let widths = (value("Hash-Lengths") ?? "1,4,16").split(separator: ",").compactMap { Int($0) }
