@@ -212,4 +212,23 @@ import PrefetchCore
         #expect(!said.contains("\"type\":\"failed\""), "\(said)")
         #expect(s.resourceState("img.bin")?.failures ?? 0 == 0 && s.resourceState("img.bin")?.lastError == nil, "no attempt counted")
     }
+
+    /// A control file whose head never comes (a hung service) is given up after the feed's
+    /// `response_timeout`, as a transfer is, and holds its origin (SPEC §6): the run ends
+    /// within the timeout and a generous margin, with one `held` line, no whole fetch.
+    @Test func aHungControlFileIsGivenUpAfterTheFeedsResponseTimeout() throws {
+        let (old, new) = DeltaTests.pair(75)
+        let s = try DeltaTests.changed(old, new)
+        s.origin.inject("/img.bin.zsync", [.delay(seconds: 60)])
+        try s.feed(DeltaTests.entry(new) + "limits: { response_timeout: 2s }\nretry:\n  attempts: 3\n  backoff: 2h\n")
+        let before = s.origin.requests(to: "/img.bin").count
+        let started = Date()
+        let run = try s.runJSON(timeout: 50)
+        let took = Date().timeIntervalSince(started)
+        #expect(took < 15, "the run took \(took) s with a response_timeout of 2 s")
+        let held = try #require(run.events.first { $0["type"] as? String == "held" }, "\(run.stdout)")
+        #expect(held["reason"] as? String == "response timeout", "\(held)")
+        #expect(s.origin.requests(to: "/img.bin").count == before, "no whole fetch")
+        #expect(s.cached("t/img.bin") == old)
+    }
 }

@@ -104,11 +104,8 @@ extension DeltaTransfer {
         let asked = blocks.nextRequest
         let headers: [String]
         do { headers = try job.resource.headerLines(environment: environment) } catch { return .failed(error.message) }
-        let limits = job.feed.limits
         let request = RangeFetcher.Request(url: job.url, headers: headers, ranges: asked, ifRange: validator,
-                                           connectTimeout: limits.connectTimeout ?? config.connectTimeout,
-                                           responseTimeout: limits.responseTimeout ?? config.responseTimeout,
-                                           stallTimeout: limits.stallTimeout ?? config.stallTimeout, pace: pace)
+                                           timeouts: SingleExchange.Timeouts(job.feed.limits, config: config), pace: pace)
         var answer = RangedAnswer(asked: asked, length: control.length, validator: validator)
         var headTaken = false
         var failedWrite: (what: String, error: Errno)?

@@ -249,6 +249,7 @@ struct DeltaTransfer {
                                     clientCertificate: config.clientCertificate)
         // Its header says how long it is: no byte past that (or past 64 KiB without a header) is read (SPEC §7).
         request.refineLimit = ZsyncControl.declaredLength
+        request.timeouts = SingleExchange.Timeouts(job.feed.limits, config: config)  // the feed's, as for its transfers
         let response = fetcher.fetch(request, stopRequested: { keepGoing() != nil })
         wireBytes += fetcher.bodyBytes
         (trouble, retryAfter) = (fetcher.trouble, fetcher.retryAfter)

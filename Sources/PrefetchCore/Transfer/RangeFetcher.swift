@@ -13,9 +13,7 @@ final class RangeFetcher {
         var ranges: [Range<UInt64>]
         /// The strong ETag (or Last-Modified) the delta's 206s carried so far.
         var ifRange: String?
-        var connectTimeout: TimeSpan
-        var responseTimeout: TimeSpan
-        var stallTimeout: TimeSpan
+        var timeouts: SingleExchange.Timeouts
         /// The feed's `max_rate`, kept across a delta's requests (nil: none).
         var pace: Pace? = nil
     }
@@ -114,7 +112,7 @@ final class RangeFetcher {
         let easy: CurlEasy
         do {
             easy = try CurlEasy()
-            let options = CurlRequestOptions(url: url, headers: headers, connectTimeout: Int(request.connectTimeout.seconds), bufferSize: 256 * 1024,
+            let options = CurlRequestOptions(url: url, headers: headers, connectTimeout: Int(request.timeouts.connect.seconds), bufferSize: 256 * 1024,
                                              clientCertificate: config.clientCertificate)
             try easy.prepare(options, shared: SingleExchange.shared(config), receiver: Unmanaged.passUnretained(self).toOpaque(),
                              body: Self.onBody, header: Self.onHeader)
@@ -122,7 +120,7 @@ final class RangeFetcher {
             return (.failed("libcurl: \(error.message)"), nil)
         }
         let before = bodyBytes
-        let end = SingleExchange.run(easy, responseTimeout: request.responseTimeout, stallTimeout: request.stallTimeout,
+        let end = SingleExchange.run(easy, responseTimeout: request.timeouts.response, stallTimeout: request.timeouts.stall,
                                      progress: { (headComplete, bodyBytes - before) }, check: keepGoing)
         let code: Int32
         switch end {

@@ -59,6 +59,25 @@ enum SingleExchange {
         return easy.describe(code)
     }
 
+    /// The three timeouts of a request (SPEC §7): `connect_timeout`, `response_timeout` for
+    /// the head, `stall_timeout` for the body — a feed's `limits`, else the config's.
+    struct Timeouts: Equatable {
+        var connect: TimeSpan
+        var response: TimeSpan
+        var stall: TimeSpan
+
+        /// The config's.
+        init(_ config: Config) {
+            (connect, response, stall) = (config.connectTimeout, config.responseTimeout, config.stallTimeout)
+        }
+
+        /// A feed's `limits`, each falling back to the config's.
+        init(_ limits: FeedLimits, config: Config) {
+            (connect, response, stall) = (limits.connectTimeout ?? config.connectTimeout, limits.responseTimeout ?? config.responseTimeout,
+                                          limits.stallTimeout ?? config.stallTimeout)
+        }
+    }
+
     /// What a failed exchange says beyond its words, as SPEC §6 and §7 judge a transfer's:
     /// a TLS failure is permanent; a connection libcurl could not make, one that broke before
     /// a whole head, or a head that did not come in time holds the origin.

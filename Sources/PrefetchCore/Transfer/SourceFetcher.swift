@@ -20,6 +20,8 @@ struct SourceRequest {
     /// A tighter limit learnt from the body's first bytes (a zsync control file's header
     /// declares its exact length): asked as the body grows until it answers; nil: not yet.
     var refineLimit: (([UInt8]) -> Int?)? = nil
+    /// A feed's timeouts (a delta's control file); nil: the config's.
+    var timeouts: SingleExchange.Timeouts? = nil
 }
 
 /// How a fetch ended.
@@ -113,17 +115,18 @@ final class SourceFetcher {
         self.limit = limit
         overLimit = false
         refineLimit = request.refineLimit
+        let timeouts = request.timeouts ?? SingleExchange.Timeouts(config)
         let easy: CurlEasy
         do {
             easy = try CurlEasy()
-            let options = CurlRequestOptions(url: url, headers: headers, connectTimeout: Int(config.connectTimeout.seconds), bufferSize: 64 * 1024,
+            let options = CurlRequestOptions(url: url, headers: headers, connectTimeout: Int(timeouts.connect.seconds), bufferSize: 64 * 1024,
                                              clientCertificate: request.clientCertificate)
             try easy.prepare(options, shared: SingleExchange.shared(config), receiver: Unmanaged.passUnretained(self).toOpaque(),
                              body: Self.onBody, header: Self.onHeader)
         } catch {
             return ("libcurl: \(error.message)", nil)
         }
-        let end = SingleExchange.run(easy, responseTimeout: config.responseTimeout, stallTimeout: config.stallTimeout,
+        let end = SingleExchange.run(easy, responseTimeout: timeouts.response, stallTimeout: timeouts.stall,
                                      progress: { (headComplete, UInt64(body.count)) }, check: { stopRequested() ? "stopped" : nil })
         let code: Int32
         switch end {
